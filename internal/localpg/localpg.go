@@ -1,0 +1,246 @@
+// Package localpg runs a private PostgreSQL cluster from the machine's own
+// binaries (initdb and postgres, found on PATH or under
+// /usr/lib/postgresql/*/bin). The tests use a throwaway one; the dev server
+// keeps one under .local/.
+//
+// The server is a direct child of the calling process, started with a
+// parent-death signal, so a crashed test binary or a killed dev server
+// never leaves a postgres behind. When the caller is root (as in CI), the
+// cluster runs as the "postgres" user, because initdb refuses root.
+package localpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options says where the cluster lives and how it runs.
+type Options struct {
+	// Dir holds the data directory (Dir/data) and the log (Dir/postgres.log).
+	// An existing initialized cluster there is reused.
+	Dir string
+	// Port to listen on, on 127.0.0.1 only. 0 picks a free one.
+	Port int
+	// Fast turns off fsync and full-page writes: right for throwaway test
+	// clusters, wrong for anything whose data should survive a power cut.
+	Fast bool
+	// StartTimeout bounds how long Start waits for connections (default 30s).
+	StartTimeout time.Duration
+}
+
+// Cluster is a running postgres. Stop it with Stop; it also dies with the
+// process that started it.
+type Cluster struct {
+	opts   Options
+	bin    string
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{}
+	cred   *syscall.Credential
+}
+
+// User is the database superuser every local cluster is created with.
+const User = "postgres"
+
+// Start initializes the cluster when Dir has none and starts it.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	bin, err := FindBin()
+	if err != nil {
+		return nil, err
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	c := &Cluster{opts: opts, bin: bin}
+	if os.Geteuid() == 0 {
+		cred, err := credentialFor(User)
+		if err != nil {
+			return nil, fmt.Errorf("localpg: running as root needs a %q user to own the cluster: %w", User, err)
+		}
+		c.cred = cred
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("localpg: %w", err)
+	}
+	if err := c.chown(opts.Dir); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(c.dataDir(), "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := c.initdb(ctx); err != nil {
+			return nil, err
+		}
+	}
+	c.port = opts.Port
+	if c.port == 0 {
+		if c.port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// FindBin returns the directory holding initdb and postgres.
+func FindBin() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs))) // newest major first
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("localpg: no PostgreSQL server binaries (initdb, postgres) on PATH or under /usr/lib/postgresql/*/bin; install PostgreSQL or set a database URL")
+}
+
+// URL is a connection string for database db on this cluster.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", User, c.port, db)
+}
+
+// Port is the TCP port the cluster listens on (127.0.0.1).
+func (c *Cluster) Port() int { return c.port }
+
+// Restart starts the server again after Stop (same port, same data). Fault
+// tests use Stop and Restart to take the database away and bring it back.
+func (c *Cluster) Restart(ctx context.Context) error {
+	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("localpg: log: %w", err)
+	}
+	defer logf.Close()
+	if err := c.chown(logf.Name()); err != nil {
+		return err
+	}
+	args := []string{
+		"-D", c.dataDir(),
+		"-p", strconv.Itoa(c.port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=" + c.dataDir(),
+		"-c", "max_connections=200",
+	}
+	if c.opts.Fast {
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off")
+	}
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// SIGINT is postgres's "fast shutdown"; it is also what the child gets
+	// if this process dies without calling Stop.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("localpg: start postgres: %w", err)
+	}
+	c.cmd = cmd
+	c.exited = make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(c.exited)
+
+	deadline := time.Now().Add(c.opts.StartTimeout)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(pctx, c.URL("postgres"))
+		cancel()
+		if err == nil {
+			_ = conn.Close(ctx)
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("localpg: postgres exited at start; see %s: %w", logf.Name(), err)
+		case <-ctx.Done():
+			c.Stop()
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.Stop()
+			return fmt.Errorf("localpg: postgres not ready after %s; see %s: %w", c.opts.StartTimeout, logf.Name(), err)
+		}
+	}
+}
+
+// Stop shuts the server down (fast shutdown: open connections are
+// dropped) and waits up to 30 seconds for it to exit.
+func (c *Cluster) Stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	c.cmd = nil
+}
+
+func (c *Cluster) dataDir() string { return filepath.Join(c.opts.Dir, "data") }
+
+func (c *Cluster) initdb(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "initdb"),
+		"-D", c.dataDir(), "-U", User, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.Dir = c.opts.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("localpg: initdb: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (c *Cluster) chown(path string) error {
+	if c.cred == nil {
+		return nil
+	}
+	if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+		return fmt.Errorf("localpg: %w", err)
+	}
+	return nil
+}
+
+func credentialFor(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("localpg: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

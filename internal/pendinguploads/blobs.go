@@ -1,0 +1,21 @@
+package pendinguploads
+
+import "context"
+
+// Blobs holds file bytes that are too large to keep inline in Postgres.
+// Keys are chosen by the Store (never derived from a file name).
+//
+// Implementations must be safe for concurrent use. Get returns
+// ErrBlobNotFound when the key is absent; Delete treats absent keys as
+// already deleted, so a retried sweep is harmless.
+type Blobs interface {
+	// Put stores content under key with the given Content-Type.
+	Put(ctx context.Context, key string, content []byte, mimetype string) error
+	// Get returns the whole object.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Size returns the object's size, or ErrBlobNotFound.
+	Size(ctx context.Context, key string) (int64, error)
+	// Delete removes keys (at most 1000 per call are sent in one request;
+	// implementations batch larger slices themselves).
+	Delete(ctx context.Context, keys []string) error
+}

@@ -1,0 +1,1 @@
+ALTER TABLE pending_uploads ALTER COLUMN content SET STORAGE EXTENDED;

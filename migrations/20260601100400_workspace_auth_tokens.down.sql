@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS workspace_auth_tokens;
