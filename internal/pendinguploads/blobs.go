@@ -15,6 +15,8 @@ type Blobs interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Size returns the object's size, or ErrBlobNotFound.
 	Size(ctx context.Context, key string) (int64, error)
+	// Copy copies the object at src to dst, server-side.
+	Copy(ctx context.Context, src, dst string) error
 	// Delete removes keys (at most 1000 per call are sent in one request;
 	// implementations batch larger slices themselves).
 	Delete(ctx context.Context, keys []string) error

@@ -97,7 +97,7 @@ func MustURL(tb testing.TB) string {
 	name := fmt.Sprintf("%s_%d", runID, seq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{templateName}.Sanitize()); err != nil {
+	if err := exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{templateName}.Sanitize()+" STRATEGY FILE_COPY"); err != nil {
 		tb.Fatalf("pgtest: create database: %v", err)
 	}
 	tb.Cleanup(func() {

@@ -1,0 +1,68 @@
+package pendinguploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// AckResult says how an Ack succeeded.
+type AckResult int
+
+const (
+	// Acked: this call stamped acked_at.
+	Acked AckResult = iota
+	// AlreadyAcked: an earlier ack did; acked_at is unchanged.
+	AlreadyAcked
+	// Raced: the row was there when the ack looked it up, but by the time
+	// it was updated it was gone (swept) or changed (acked concurrently).
+	// The workspace's intent, "I am done with this file", holds.
+	Raced
+)
+
+// Ack marks the unexpired row fileID of workspaceID as acked. It is
+// idempotent: acking again succeeds (AlreadyAcked) and leaves acked_at
+// alone. It returns ErrNotFound for an absent or expired row and
+// ErrWrongWorkspace, changing nothing, for another workspace's row.
+//
+// The look-up and the update are one statement, so a concurrent sweep or
+// ack shows up as Raced rather than as an error.
+func (s *Store) Ack(ctx context.Context, workspaceID, fileID uuid.UUID) (AckResult, error) {
+	var owner uuid.UUID
+	var ackedAt *time.Time
+	var updated int
+	err := s.db.QueryRow(ctx, `
+		WITH target AS (
+		    SELECT file_id, workspace_id, acked_at
+		    FROM pending_uploads
+		    WHERE file_id = $1 AND expires_at > now()
+		), upd AS (
+		    UPDATE pending_uploads p SET acked_at = now()
+		    FROM target t
+		    WHERE p.file_id = t.file_id AND t.workspace_id = $2 AND t.acked_at IS NULL
+		      AND p.acked_at IS NULL AND p.expires_at > now()
+		    RETURNING p.file_id
+		)
+		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
+		fileID, workspaceID).Scan(&owner, &ackedAt, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, wrap(fmt.Sprintf("ack %s", fileID), err)
+	}
+	switch {
+	case owner != workspaceID:
+		return 0, ErrWrongWorkspace
+	case ackedAt != nil:
+		return AlreadyAcked, nil
+	case updated == 1:
+		return Acked, nil
+	default:
+		return Raced, nil
+	}
+}

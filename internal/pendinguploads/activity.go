@@ -1,0 +1,47 @@
+package pendinguploads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// activityBody is the request_body of a chat_upload_receive activity row.
+type activityBody struct {
+	FileID   string `json:"file_id"`
+	Name     string `json:"name"`
+	Mimetype string `json:"mimeType"`
+	Size     int64  `json:"size"`
+	URI      string `json:"uri"`
+}
+
+// InsertActivityTx writes one activity_logs row per record, in one
+// statement, inside the caller's transaction: platforms whose workspaces
+// poll activity_logs learn of the upload from it.
+func InsertActivityTx(ctx context.Context, tx pgx.Tx, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	workspaces := make([]string, len(recs))
+	summaries := make([]string, len(recs))
+	bodies := make([]string, len(recs))
+	for i, r := range recs {
+		b, err := json.Marshal(activityBody{
+			FileID: r.FileID.String(), Name: r.Filename, Mimetype: r.Mimetype, Size: r.SizeBytes, URI: r.URI(),
+		})
+		if err != nil {
+			return fmt.Errorf("activity: %w", err)
+		}
+		workspaces[i] = r.WorkspaceID.String()
+		summaries[i] = "chat_upload_receive: " + r.Filename
+		bodies[i] = string(b)
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
+		SELECT u.ws, 'a2a_receive', 'chat_upload_receive', u.ws, u.summary, 'ok', u.body::jsonb
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(ws, summary, body)`,
+		workspaces, summaries, bodies)
+	return wrap("activity: insert", err)
+}

@@ -1,0 +1,116 @@
+package pendinguploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// MaxFileBytes is the per-file cap, 25 MiB. The schema's CHECK on
+// size_bytes holds the same number; the Store refuses larger content
+// before any database work.
+const MaxFileBytes = 25 << 20
+
+// MaxFilenameBytes is the longest filename the schema accepts.
+const MaxFilenameBytes = 100
+
+var (
+	// ErrNotFound is returned by Get, MarkFetched and Ack when the row is
+	// absent, expired, or (Get and MarkFetched only) already acked. The
+	// three cases mean the same to a workspace: the file is gone.
+	ErrNotFound = errors.New("pendinguploads: upload not found, expired, or already acked")
+	// ErrWrongWorkspace is returned when the file exists but belongs to
+	// another workspace. Nothing is read or changed.
+	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
+	// ErrTooLarge is returned by the Put family when an item exceeds
+	// MaxFileBytes.
+	ErrTooLarge = errors.New("pendinguploads: content exceeds per-file cap")
+	// ErrEmptyContent is returned by the Put family for an item of 0 bytes.
+	ErrEmptyContent = errors.New("pendinguploads: empty content")
+	// ErrEmptyFilename is returned by the Put family for an item with no name.
+	ErrEmptyFilename = errors.New("pendinguploads: empty filename")
+	// ErrFilenameTooLong is returned by the Put family for a name over
+	// MaxFilenameBytes bytes.
+	ErrFilenameTooLong = errors.New("pendinguploads: filename exceeds 100 bytes")
+	// ErrTooManyItems is returned by the Put family for more than MaxBatch items.
+	ErrTooManyItems = errors.New("pendinguploads: too many items in one batch")
+	// ErrBadCursor is returned by DecodeCursor (and List) for a cursor
+	// this package did not produce.
+	ErrBadCursor = errors.New("pendinguploads: invalid cursor")
+	// ErrBlobNotFound is returned by a Blobs store for a key it does not
+	// hold.
+	ErrBlobNotFound = errors.New("pendinguploads: blob not found")
+	// ErrNoBlobs is returned when a row's bytes are in a blob store but
+	// the Store has none configured.
+	ErrNoBlobs = errors.New("pendinguploads: row is held in object storage but no blob store is configured")
+	// ErrUnavailable wraps every failure that means a dependency is down
+	// or too slow (connection refused or lost, connect or statement
+	// timeout, server shutting down). HTTP answers it with 503; a retry
+	// may succeed. Test with errors.Is.
+	ErrUnavailable = errors.New("pendinguploads: storage unavailable")
+)
+
+// ItemError names the item of a batch that failed validation.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("item %d: %v", e.Index, e.Err) }
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// wrap adds the operation's name and, when err means a dependency is down
+// or too slow, ErrUnavailable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsUnavailable(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// IsUnavailable reports whether err means the database (or another
+// dependency reached over the network) is down or too slow, as opposed to
+// a bug or a refused statement. A client that went away
+// (context.Canceled) is not unavailability.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection exception
+			return true
+		case pgErr.Code == "57014", // query_canceled: statement_timeout
+			pgErr.Code == "57P01", // admin_shutdown
+			pgErr.Code == "57P02", // crash_shutdown
+			pgErr.Code == "57P03", // cannot_connect_now: starting up
+			pgErr.Code == "53300", // too_many_connections
+			pgErr.Code == "55P03": // lock_not_available: lock_timeout
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	if pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}

@@ -1,0 +1,62 @@
+package pendinguploads_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestPlansUsePartialIndexes shows, with EXPLAIN on a table large enough
+// for the planner to care, that the poll and both sweep passes read their
+// partial indexes rather than the table.
+func TestPlansUsePartialIndexes(t *testing.T) {
+	_, pool := open(t)
+	ctx := context.Background()
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, acked_at, created_at)
+		SELECT (ARRAY[gen_random_uuid(), '00000000-0000-0000-0000-000000000001'::uuid])[1 + (g % 50 = 0)::int],
+		       'x', 1, 'f', CASE WHEN g % 3 = 0 THEN now() - (g || ' seconds')::interval END,
+		       now() - (g || ' seconds')::interval
+		FROM generate_series(1, 20000) g`)
+	mustExec(t, pool, `ANALYZE pending_uploads`)
+	ws := uuid.MustParse("00000000-0000-0000-0000-000000000001")
+	cases := []struct {
+		name, index, sql string
+		args             []any
+	}{
+		{"ListFirstPage", "idx_pending_uploads_workspace_list",
+			`SELECT file_id FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() ORDER BY created_at, file_id LIMIT 51`,
+			[]any{ws}},
+		{"ListAfterCursor", "idx_pending_uploads_workspace_list",
+			`SELECT file_id FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND (created_at, file_id) > (now() - interval '1 hour', $2::uuid) ORDER BY created_at, file_id LIMIT 51`,
+			[]any{ws, uuid.Nil}},
+		{"SweepAcked", "idx_pending_uploads_acked",
+			`SELECT file_id FROM pending_uploads WHERE acked_at IS NOT NULL AND acked_at < now() - 3600000000::bigint * interval '1 microsecond' LIMIT 1000`, nil},
+		{"SweepExpired", "idx_pending_uploads_expires",
+			`SELECT file_id FROM pending_uploads WHERE acked_at IS NULL AND expires_at < now() LIMIT 1000`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows, err := pool.Query(ctx, "EXPLAIN "+c.sql, c.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := strings.Join(plan, "\n")
+			if !strings.Contains(p, c.index) || strings.Contains(p, "Seq Scan") {
+				t.Fatalf("plan does not use %s:\n%s", c.index, p)
+			}
+		})
+	}
+}

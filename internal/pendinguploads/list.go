@@ -1,0 +1,99 @@
+package pendinguploads
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// List page sizes.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 100
+)
+
+// Cursor is a position in one workspace's list: the (created_at, file_id)
+// of the last row of the previous page. Files staged by one request share
+// created_at; file_id breaks the tie, so every row is listed exactly once.
+type Cursor struct {
+	CreatedAt time.Time
+	FileID    uuid.UUID
+}
+
+// cursorLen is 8 bytes of Unix microseconds (Postgres's precision) and
+// 16 bytes of file ID.
+const cursorLen = 8 + 16
+
+// Encode returns the cursor as an opaque URL-safe string.
+func (c Cursor) Encode() string {
+	var b [cursorLen]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
+	copy(b[8:], c.FileID[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// DecodeCursor parses a string made by Cursor.Encode. Anything else
+// returns ErrBadCursor.
+func DecodeCursor(s string) (Cursor, error) {
+	if base64.RawURLEncoding.DecodedLen(len(s)) != cursorLen {
+		return Cursor{}, ErrBadCursor
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != cursorLen {
+		return Cursor{}, ErrBadCursor
+	}
+	var c Cursor
+	c.CreatedAt = time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()
+	copy(c.FileID[:], b[8:])
+	return c, nil
+}
+
+// List returns up to limit visible rows of workspaceID, oldest first,
+// starting after the cursor (nil: from the start), without their bytes.
+// next is nil on the last page. limit outside 1..MaxListLimit is clamped.
+func (s *Store) List(ctx context.Context, workspaceID uuid.UUID, limit int, after *Cursor) (recs []Record, next *Cursor, err error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	const cols = `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+		       created_at, fetched_at, expires_at
+		FROM pending_uploads
+		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now()`
+	// One more than asked tells whether another page follows.
+	var q string
+	args := []any{workspaceID, limit + 1}
+	if after == nil {
+		q = cols + ` ORDER BY created_at, file_id LIMIT $2`
+	} else {
+		q = cols + ` AND (created_at, file_id) > ($3, $4) ORDER BY created_at, file_id LIMIT $2`
+		args = append(args, after.CreatedAt, after.FileID)
+	}
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+	}
+	defer rows.Close()
+	recs = make([]Record, 0, limit)
+	for rows.Next() {
+		var r Record
+		if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
+			&r.CreatedAt, &r.FetchedAt, &r.ExpiresAt); err != nil {
+			return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+	}
+	if len(recs) > limit {
+		recs = recs[:limit]
+		last := recs[limit-1]
+		next = &Cursor{CreatedAt: last.CreatedAt, FileID: last.FileID}
+	}
+	return recs, next, nil
+}

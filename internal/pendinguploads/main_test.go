@@ -1,0 +1,103 @@
+package pendinguploads_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// statementCounter counts the statements a pool sends, by a substring.
+type statementCounter struct{ stmts atomic.Pointer[[]string] }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	for {
+		old := c.stmts.Load()
+		var next []string
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, d.SQL)
+		if c.stmts.CompareAndSwap(old, &next) {
+			return ctx
+		}
+	}
+}
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) count(substr string) int {
+	n := 0
+	if p := c.stmts.Load(); p != nil {
+		for _, s := range *p {
+			if strings.Contains(s, substr) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (c *statementCounter) total() int {
+	if p := c.stmts.Load(); p != nil {
+		return len(*p)
+	}
+	return 0
+}
+
+// openTraced returns a store over a fresh database whose every statement
+// is counted.
+func openTraced(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool, *statementCounter) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &statementCounter{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pendinguploads.New(pool), pool, tr
+}
+
+func open(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.MustOpen(t)
+	return pendinguploads.New(pool), pool
+}
+
+func mustPut(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {
+	t.Helper()
+	r, err := s.Put(context.Background(), ws, []byte("content of "+name), name, "text/plain")
+	if err != nil {
+		t.Fatalf("put %s: %v", name, err)
+	}
+	return r
+}
+
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

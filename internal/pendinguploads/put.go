@@ -1,0 +1,248 @@
+package pendinguploads
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// PutItem is one file of a batch. Either Content holds the bytes, or
+// StagedKey names an object a client already put into the blob store
+// (presigned upload), with Size and SHA256 as the caller verified them.
+type PutItem struct {
+	Content  []byte
+	Filename string // already sanitized: 1..100 bytes
+	Mimetype string // already made safe; may be empty
+
+	StagedKey string
+	Size      int64
+	SHA256    []byte
+}
+
+func (it PutItem) size() int64 {
+	if it.StagedKey != "" {
+		return it.Size
+	}
+	return int64(len(it.Content))
+}
+
+// Put stages one file for workspaceID; see PutBatch.
+func (s *Store) Put(ctx context.Context, workspaceID uuid.UUID, content []byte, filename, mimetype string) (Record, error) {
+	recs, err := s.PutBatch(ctx, workspaceID, []PutItem{{Content: content, Filename: filename, Mimetype: mimetype}})
+	if err != nil {
+		return Record{}, err
+	}
+	return recs[0], nil
+}
+
+// PutBatch stages items for workspaceID atomically: every row commits or
+// none does. It validates every item before any I/O (ErrEmptyContent,
+// ErrTooLarge, ErrEmptyFilename, ErrFilenameTooLong, ErrTooManyItems,
+// each inside an *ItemError naming the item), writes large items to the
+// blob store, and inserts all rows in one statement, one round trip.
+// Records come back in input order, without Content.
+func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
+	if err := validate(items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, wrap("put batch: begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	recs, err := s.PutBatchTx(ctx, tx, workspaceID, items)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		s.DiscardBlobs(ctx, recs)
+		return nil, wrap("put batch: commit", err)
+	}
+	return recs, nil
+}
+
+// PutBatchTx is PutBatch inside the caller's transaction, so the rows can
+// commit together with the caller's own writes (the activity rows). It
+// never commits or rolls back. Validation still comes before any I/O.
+//
+// Items bound for the blob store are written before the INSERT. If the
+// caller ends up rolling back, it should call DiscardBlobs with the
+// returned records; objects that escape even that (a crash) are removed by
+// the bucket's backstop lifecycle rule.
+func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
+	if err := validate(items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	recs := make([]Record, len(items))
+	for i, it := range items {
+		recs[i] = Record{
+			FileID:      s.newID(),
+			WorkspaceID: workspaceID,
+			Filename:    it.Filename,
+			Mimetype:    it.Mimetype,
+			SizeBytes:   it.size(),
+			SHA256:      it.SHA256,
+		}
+		if it.StagedKey == "" {
+			sum := sha256.Sum256(it.Content)
+			recs[i].SHA256 = sum[:]
+		}
+		if it.StagedKey != "" || int64(len(it.Content)) > s.inlineMax() {
+			if s.Blobs == nil {
+				return nil, &ItemError{Index: i, Err: ErrNoBlobs}
+			}
+			recs[i].S3Key = ObjectKey(workspaceID, recs[i].FileID)
+		}
+	}
+	if err := s.writeBlobs(ctx, items, recs); err != nil {
+		return nil, err
+	}
+
+	n := len(items)
+	ids := make([]uuid.UUID, n)
+	contents := make([][]byte, n)
+	keys := make([]*string, n)
+	sizes := make([]int64, n)
+	sums := make([][]byte, n)
+	names := make([]string, n)
+	types := make([]string, n)
+	for i, r := range recs {
+		ids[i], sizes[i], sums[i], names[i], types[i] = r.FileID, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
+		if r.S3Key != "" {
+			keys[i] = &recs[i].S3Key
+		} else {
+			contents[i] = items[i].Content
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO pending_uploads
+		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
+		SELECT u.file_id, $1, u.content, u.s3_key, u.size_bytes, u.sha256, u.filename, u.mimetype,
+		       now(), now() + $9::bigint * interval '1 microsecond'
+		FROM unnest($2::uuid[], $3::bytea[], $4::text[], $5::bigint[], $6::bytea[], $7::text[], $8::text[])
+		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
+		RETURNING file_id, created_at, expires_at`,
+		workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds())
+	if err != nil {
+		s.DiscardBlobs(ctx, recs)
+		return nil, wrap("put batch: insert", err)
+	}
+	byID := make(map[uuid.UUID]*Record, n)
+	for i := range recs {
+		byID[recs[i].FileID] = &recs[i]
+	}
+	var got int
+	for rows.Next() {
+		var id uuid.UUID
+		var created, expires time.Time
+		if err := rows.Scan(&id, &created, &expires); err != nil {
+			rows.Close()
+			s.DiscardBlobs(ctx, recs)
+			return nil, wrap("put batch: scan", err)
+		}
+		if r := byID[id]; r != nil {
+			r.CreatedAt, r.ExpiresAt = created, expires
+			got++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		s.DiscardBlobs(ctx, recs)
+		return nil, wrap("put batch: insert", err)
+	}
+	if got != n {
+		s.DiscardBlobs(ctx, recs)
+		return nil, fmt.Errorf("put batch: inserted %d rows, want %d", got, n)
+	}
+	return recs, nil
+}
+
+// blobConcurrency bounds the parallel writes of one batch to the blob store.
+const blobConcurrency = 4
+
+func (s *Store) writeBlobs(ctx context.Context, items []PutItem, recs []Record) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(blobConcurrency)
+	for i := range recs {
+		if recs[i].S3Key == "" {
+			continue
+		}
+		it, key := items[i], recs[i].S3Key
+		g.Go(func() error {
+			var err error
+			if it.StagedKey != "" {
+				err = s.Blobs.Copy(gctx, it.StagedKey, key)
+			} else {
+				err = s.Blobs.Put(gctx, key, it.Content, it.Mimetype)
+			}
+			if err != nil {
+				return wrap(fmt.Sprintf("put batch: item %d: write blob", i), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.DiscardBlobs(ctx, recs)
+		return err
+	}
+	return nil
+}
+
+// DiscardBlobs deletes, best-effort, the objects written for recs. Callers
+// of PutBatchTx use it when their transaction does not commit. It runs
+// even when ctx is already cancelled (bounded by its own timeout).
+func (s *Store) DiscardBlobs(ctx context.Context, recs []Record) {
+	if s.Blobs == nil {
+		return
+	}
+	var keys []string
+	for _, r := range recs {
+		if r.S3Key != "" {
+			keys = append(keys, r.S3Key)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = s.Blobs.Delete(dctx, keys) // the backstop lifecycle rule catches what this misses
+}
+
+func validate(items []PutItem) error {
+	if len(items) > MaxBatch {
+		return ErrTooManyItems
+	}
+	for i, it := range items {
+		var err error
+		switch {
+		case it.StagedKey != "" && it.Content != nil:
+			err = errors.New("both content and a staged key")
+		case it.StagedKey != "" && len(it.SHA256) != sha256.Size:
+			err = errors.New("staged item without a SHA-256")
+		case it.size() <= 0:
+			err = ErrEmptyContent
+		case it.size() > MaxFileBytes:
+			err = ErrTooLarge
+		case it.Filename == "":
+			err = ErrEmptyFilename
+		case len(it.Filename) > MaxFilenameBytes:
+			err = ErrFilenameTooLong
+		}
+		if err != nil {
+			return &ItemError{Index: i, Err: err}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package pendinguploads_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+)
+
+func TestPutRoundTrip(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	ws := uuid.New()
+	content := []byte{0x00, 0xff, 0xfe, 'b', 'i', 'n', 0x80} // not UTF-8
+	rec, err := s.Put(ctx, ws, content, "blob.bin", "application/x-thing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	if !bytes.Equal(rec.SHA256, sum[:]) || rec.SizeBytes != int64(len(content)) || rec.CreatedAt.IsZero() {
+		t.Fatalf("put record: got %+v", rec)
+	}
+	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != pendinguploads.DefaultTTL {
+		t.Fatalf("expires_at - created_at: got %v, want %v", got, pendinguploads.DefaultTTL)
+	}
+	got, err := s.Get(ctx, ws, rec.FileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Content, content) || got.Filename != "blob.bin" || got.Mimetype != "application/x-thing" ||
+		!bytes.Equal(got.SHA256, sum[:]) || got.S3Key != "" {
+		t.Fatalf("get: got %+v", got)
+	}
+	if uri := rec.URI(); uri != "platform-pending:"+ws.String()+"/"+rec.FileID.String() {
+		t.Fatalf("uri: got %s", uri)
+	}
+}
+
+func TestPutTTL(t *testing.T) {
+	s, _ := open(t)
+	s.TTL = 90 * 60e9 // 90 minutes
+	rec := mustPut(t, s, uuid.New(), "a.txt")
+	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != s.TTL {
+		t.Fatalf("expires_at - created_at: got %v, want %v", got, s.TTL)
+	}
+}
+
+// TestPutValidationBeforeDatabase: a bad item is refused before any
+// statement reaches Postgres: no row, no transaction.
+func TestPutValidationBeforeDatabase(t *testing.T) {
+	good := pendinguploads.PutItem{Content: []byte("x"), Filename: "ok.txt"}
+	cases := []struct {
+		name  string
+		items []pendinguploads.PutItem
+		want  error
+		index int
+	}{
+		{"ErrEmptyContent", []pendinguploads.PutItem{good, {Content: nil, Filename: "a"}}, pendinguploads.ErrEmptyContent, 1},
+		{"ErrTooLarge", []pendinguploads.PutItem{{Content: make([]byte, pendinguploads.MaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
+		{"ErrEmptyFilename", []pendinguploads.PutItem{good, good, {Content: []byte("x")}}, pendinguploads.ErrEmptyFilename, 2},
+		{"ErrFilenameTooLong", []pendinguploads.PutItem{{Content: []byte("x"), Filename: strings.Repeat("a", 101)}}, pendinguploads.ErrFilenameTooLong, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, pool, tr := openTraced(t)
+			_, err := s.PutBatch(context.Background(), uuid.New(), c.items)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			var ie *pendinguploads.ItemError
+			if !errors.As(err, &ie) || ie.Index != c.index {
+				t.Fatalf("item error: got %v, want index %d", err, c.index)
+			}
+			if n := tr.total(); n != 0 {
+				t.Fatalf("statements sent: got %d, want 0", n)
+			}
+			if n := countRows(t, pool, "pending_uploads"); n != 0 {
+				t.Fatalf("rows: got %d, want 0", n)
+			}
+		})
+	}
+	t.Run("ErrTooManyItems", func(t *testing.T) {
+		s, _, tr := openTraced(t)
+		items := make([]pendinguploads.PutItem, pendinguploads.MaxBatch+1)
+		for i := range items {
+			items[i] = good
+		}
+		if _, err := s.PutBatch(context.Background(), uuid.New(), items); !errors.Is(err, pendinguploads.ErrTooManyItems) {
+			t.Fatalf("got %v, want ErrTooManyItems", err)
+		}
+		if tr.total() != 0 {
+			t.Fatalf("statements sent: got %d, want 0", tr.total())
+		}
+	})
+	t.Run("MaxFileBytesAccepted", func(t *testing.T) {
+		s, _ := open(t)
+		big := bytes.Repeat([]byte{0xab}, pendinguploads.MaxFileBytes)
+		rec, err := s.Put(context.Background(), uuid.New(), big, "big.bin", "")
+		if err != nil {
+			t.Fatalf("a file of exactly the cap: %v", err)
+		}
+		if rec.SizeBytes != pendinguploads.MaxFileBytes {
+			t.Fatalf("size: got %d", rec.SizeBytes)
+		}
+	})
+}
+
+// TestPutBatchOneStatement: N rows go to Postgres in one INSERT, not N.
+func TestPutBatchOneStatement(t *testing.T) {
+	s, pool, tr := openTraced(t)
+	ws := uuid.New()
+	items := make([]pendinguploads.PutItem, 16)
+	for i := range items {
+		items[i] = pendinguploads.PutItem{Content: []byte(fmt.Sprintf("file %d", i)), Filename: fmt.Sprintf("f%02d.txt", i)}
+	}
+	recs, err := s.PutBatch(context.Background(), ws, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.count("INSERT INTO pending_uploads"); n != 1 {
+		t.Fatalf("INSERT statements: got %d, want 1", n)
+	}
+	if n := countRows(t, pool, "pending_uploads"); n != 16 {
+		t.Fatalf("rows: got %d, want 16", n)
+	}
+	for i, r := range recs { // input order, one shared created_at
+		if r.Filename != items[i].Filename {
+			t.Fatalf("record %d: got %s, want %s", i, r.Filename, items[i].Filename)
+		}
+		if !r.CreatedAt.Equal(recs[0].CreatedAt) {
+			t.Fatalf("record %d created_at %v differs from %v", i, r.CreatedAt, recs[0].CreatedAt)
+		}
+	}
+}
+
+// TestPutBatchRollsBackOnRowK: Postgres refuses row K (a NUL byte in a
+// text column), and rows 0..K-1 are not stored either.
+func TestPutBatchRollsBackOnRowK(t *testing.T) {
+	for _, k := range []int{0, 2, 3} {
+		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
+			s, pool := open(t)
+			items := make([]pendinguploads.PutItem, 4)
+			for i := range items {
+				items[i] = pendinguploads.PutItem{Content: []byte("x"), Filename: fmt.Sprintf("f%d", i)}
+			}
+			items[k].Filename = "bad\x00name"
+			if _, err := s.PutBatch(context.Background(), uuid.New(), items); err == nil {
+				t.Fatal("batch with a NUL byte accepted")
+			}
+			if n := countRows(t, pool, "pending_uploads"); n != 0 {
+				t.Fatalf("rows after failed batch: got %d, want 0", n)
+			}
+		})
+	}
+}
+
+// TestPutBatchTxLeavesCommitToCaller: rows written by PutBatchTx are
+// visible only if the caller commits, and go with a rollback.
+func TestPutBatchTxLeavesCommitToCaller(t *testing.T) {
+	s, pool := open(t)
+	ctx := context.Background()
+	ws := uuid.New()
+	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.PutBatchTx(ctx, tx, ws, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, pool, "pending_uploads"); n != 0 {
+		t.Fatalf("rows visible before commit: %d", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, pool, "pending_uploads") + countRows(t, pool, "activity_logs"); n != 0 {
+		t.Fatalf("rows after rollback: %d", n)
+	}
+
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err = s.PutBatchTx(ctx, tx, ws, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, pool, "pending_uploads"); n != 2 {
+		t.Fatalf("rows after commit: got %d, want 2", n)
+	}
+	var typ, method, target, summary, status, fileID, uri string
+	var size int64
+	err = pool.QueryRow(ctx, `SELECT activity_type, method, target_id::text, summary, status,
+		request_body->>'file_id', request_body->>'uri', (request_body->>'size')::bigint
+		FROM activity_logs WHERE summary = 'chat_upload_receive: b'`).Scan(&typ, &method, &target, &summary, &status, &fileID, &uri, &size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ != "a2a_receive" || method != "chat_upload_receive" || target != ws.String() || status != "ok" ||
+		fileID != recs[1].FileID.String() || uri != recs[1].URI() || size != 1 {
+		t.Fatalf("activity row: got %s %s %s %s %s %s %d", typ, method, target, status, fileID, uri, size)
+	}
+}

@@ -1,0 +1,134 @@
+package pendinguploads
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DefaultAckRetention is how long an acked row stays before the sweep
+// deletes it: room for a workspace that crashed between fetch and write
+// to fetch again.
+const DefaultAckRetention = time.Hour
+
+// SweepResult counts the rows one Sweep deleted.
+type SweepResult struct {
+	Acked   int // acked longer ago than the retention
+	Expired int // never acked, past expires_at
+}
+
+// maxSweepBatches bounds one Sweep: at the default batch size, ten million
+// rows. A larger backlog is finished by the next run.
+const maxSweepBatches = 10000
+
+// Sweep deletes acked rows whose acked_at is older than ackRetention
+// (negative means 0) and unacked rows past expires_at; an acked row goes
+// only by its retention, even past expires_at. It deletes in batches of
+// SweepBatch rows, each its own short statement, until none are left or
+// ctx ends, and returns what it deleted even when it fails part-way.
+//
+// With a blob store, each batch deletes its objects first and its rows
+// second. A failure or crash in between leaves rows that are already
+// invisible (acked or expired) and still eligible, so the next sweep
+// deletes their (already absent) objects again and then the rows: nothing
+// is left that no sweep will ever clean up.
+func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepResult, error) {
+	var res SweepResult
+	if ackRetention < 0 {
+		ackRetention = 0
+	}
+	n, err := s.sweepPass(ctx, sweepAcked, ackRetention)
+	res.Acked = n
+	if err != nil {
+		return res, err
+	}
+	n, err = s.sweepPass(ctx, sweepExpired, 0)
+	res.Expired = n
+	return res, err
+}
+
+type sweepKind struct {
+	name  string
+	where string // $1 is the retention in microseconds
+}
+
+var (
+	sweepAcked = sweepKind{"acked",
+		`acked_at IS NOT NULL AND acked_at < now() - $1::bigint * interval '1 microsecond'`}
+	sweepExpired = sweepKind{"expired",
+		`acked_at IS NULL AND expires_at < now() AND $1::bigint IS NOT NULL`}
+)
+
+func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Duration) (int, error) {
+	total := 0
+	batch := s.sweepBatch()
+	for i := 0; i < maxSweepBatches; i++ {
+		n, err := s.sweepBatchOnce(ctx, kind, retention.Microseconds(), batch)
+		total += n
+		if err != nil {
+			return total, wrap("sweep "+kind.name, err)
+		}
+		if n < batch {
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
+	if s.Blobs == nil {
+		// Rows only: one statement per batch.
+		tag, err := s.db.Exec(ctx, `
+			DELETE FROM pending_uploads WHERE file_id IN (
+			    SELECT file_id FROM pending_uploads WHERE `+kind.where+`
+			    LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			retentionMicros, batch)
+		if err != nil {
+			return 0, err
+		}
+		return int(tag.RowsAffected()), nil
+	}
+
+	rows, err := s.db.Query(ctx, `
+		SELECT file_id, s3_key FROM pending_uploads WHERE `+kind.where+` LIMIT $2`,
+		retentionMicros, batch)
+	if err != nil {
+		return 0, err
+	}
+	var ids []uuid.UUID
+	var keys []string
+	for rows.Next() {
+		var id uuid.UUID
+		var key *string
+		if err := rows.Scan(&id, &key); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+		if key != nil {
+			keys = append(keys, *key)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if len(keys) > 0 {
+		if err := s.Blobs.Delete(ctx, keys); err != nil {
+			return 0, fmt.Errorf("delete %d objects: %w", len(keys), err)
+		}
+	}
+	// The predicate again: eligibility only ever grows with time, but a
+	// row must never go unless it is eligible at the moment it goes.
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM pending_uploads WHERE file_id = ANY($2) AND `+kind.where,
+		retentionMicros, ids)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}
