@@ -1,0 +1,146 @@
+// Package config reads the service's settings from the environment, once,
+// at process start. A bad value is an error that names the variable;
+// nothing is guessed.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of DESIGN.md's table.
+type Config struct {
+	DatabaseURL string // DATABASE_URL
+	DBSecretARN string // DB_SECRET_ARN: Secrets Manager, RDS JSON shape
+
+	AdminToken          string // ADMIN_TOKEN
+	AdminTokenSecretARN string // ADMIN_TOKEN_SECRET_ARN
+
+	ContentBucket    string // CONTENT_BUCKET: unset keeps bytes in Postgres
+	InlineMaxBytes   int64  // INLINE_MAX_BYTES
+	MaxRequestBytes  int64  // MAX_REQUEST_BYTES
+	MaxResponseBytes int64  // MAX_RESPONSE_BYTES
+
+	UploadTTL    time.Duration // UPLOAD_TTL
+	AckRetention time.Duration // ACK_RETENTION (negative means 0)
+
+	S3Endpoint       string // S3_ENDPOINT
+	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
+}
+
+// Defaults.
+const (
+	DefaultInlineMaxBytes   = 256 << 10
+	DefaultMaxRequestBytes  = 4 << 20
+	DefaultMaxResponseBytes = 4 << 20
+	DefaultUploadTTL        = 24 * time.Hour
+	DefaultAckRetention     = time.Hour
+
+	// maxFileBytes is the per-file cap (25 MiB); inline files cannot
+	// exceed it.
+	maxFileBytes = 25 << 20
+	// maxLambdaPayload bounds MAX_RESPONSE_BYTES: a Lambda response is at
+	// most 6 MB, and binary bodies grow by a third in base64.
+	maxLambdaPayload = 6 << 20
+	// maxRequestCap bounds MAX_REQUEST_BYTES, for the dev server too: 64
+	// files of 25 MiB.
+	maxRequestCap = 64 * maxFileBytes
+)
+
+// Requirement says which settings a process cannot start without.
+type Requirement int
+
+const (
+	// NeedDatabase: DATABASE_URL or DB_SECRET_ARN.
+	NeedDatabase Requirement = 1 << iota
+	// NeedAdminToken: ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN.
+	NeedAdminToken
+)
+
+// Load reads the settings through getenv (os.Getenv in production; a map
+// in tests) and checks what need asks for. The error names the variable.
+func Load(getenv func(string) string, need Requirement) (Config, error) {
+	c := Config{
+		DatabaseURL:         strings.TrimSpace(getenv("DATABASE_URL")),
+		DBSecretARN:         strings.TrimSpace(getenv("DB_SECRET_ARN")),
+		AdminToken:          getenv("ADMIN_TOKEN"),
+		AdminTokenSecretARN: strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
+		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
+		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
+	}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, maxFileBytes)
+	add(err)
+	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
+	add(err)
+	c.MaxResponseBytes, err = bytesVar(getenv, "MAX_RESPONSE_BYTES", DefaultMaxResponseBytes, 1024, maxLambdaPayload)
+	add(err)
+	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
+	add(err)
+	if err == nil && c.UploadTTL <= 0 {
+		add(fmt.Errorf("UPLOAD_TTL: must be positive, got %s", c.UploadTTL))
+	}
+	c.AckRetention, err = durationVar(getenv, "ACK_RETENTION", DefaultAckRetention)
+	add(err)
+	c.AckRetention = max(c.AckRetention, 0)
+	if v := strings.TrimSpace(getenv("S3_FORCE_PATH_STYLE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
+		}
+		c.S3ForcePathStyle = b
+	}
+	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
+		add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
+	}
+	if need&NeedAdminToken != 0 && c.AdminToken == "" && c.AdminTokenSecretARN == "" {
+		add(errors.New("ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN: one must be set"))
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < MinTokenLength {
+		add(fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// MinTokenLength is the shortest admin token accepted: a short shared
+// secret is a guessable one.
+const MinTokenLength = 16
+
+func bytesVar(getenv func(string) string, name string, def, lo, hi int64) (int64, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: want a whole number of bytes, got %q", name, v)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%s: want %d to %d bytes, got %d", name, lo, hi, n)
+	}
+	return n, nil
+}
+
+func durationVar(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: want a duration such as 24h or 90m, got %q", name, v)
+	}
+	return d, nil
+}

@@ -1,0 +1,58 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_TOKEN": strings.Repeat("a", 32)}),
+		config.NeedDatabase|config.NeedAdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InlineMaxBytes != 262144 || c.MaxRequestBytes != 4194304 || c.MaxResponseBytes != 4194304 ||
+		c.UploadTTL != 24*time.Hour || c.AckRetention != time.Hour || c.ContentBucket != "" || c.S3ForcePathStyle {
+		t.Fatalf("defaults: got %+v", c)
+	}
+}
+
+func TestNegativeRetentionIsZero(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"ACK_RETENTION": "-5m"}), 0)
+	if err != nil || c.AckRetention != 0 {
+		t.Fatalf("got %v, %v; want 0", c.AckRetention, err)
+	}
+}
+
+// TestBadValuesNameTheVariable: every refusal says which variable.
+func TestBadValuesNameTheVariable(t *testing.T) {
+	cases := map[string]map[string]string{
+		"INLINE_MAX_BYTES":       {"INLINE_MAX_BYTES": "lots"},
+		"MAX_REQUEST_BYTES":      {"MAX_REQUEST_BYTES": "-1"},
+		"MAX_RESPONSE_BYTES":     {"MAX_RESPONSE_BYTES": "99999999999"},
+		"UPLOAD_TTL":             {"UPLOAD_TTL": "a day"},
+		"ACK_RETENTION":          {"ACK_RETENTION": "1 hour"},
+		"S3_FORCE_PATH_STYLE":    {"S3_FORCE_PATH_STYLE": "yes please"},
+		"ADMIN_TOKEN":            {"ADMIN_TOKEN": "short"},
+		"DATABASE_URL":           {},
+		"ADMIN_TOKEN_SECRET_ARN": {"DATABASE_URL": "postgres://x"},
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Load(env(m), config.NeedDatabase|config.NeedAdminToken)
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("got %v, want an error naming %s", err, name)
+			}
+		})
+	}
+	t.Run("ZeroTTL", func(t *testing.T) {
+		if _, err := config.Load(env(map[string]string{"UPLOAD_TTL": "0s"}), 0); err == nil || !strings.Contains(err.Error(), "UPLOAD_TTL") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}

@@ -1,0 +1,445 @@
+package deploytest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pendinguploads/pendinguploads/internal/httpapi"
+	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
+)
+
+// testOnly lists the directories under functions/ that are never deployed.
+var testOnly = []string{"hello"}
+
+// root returns the module root.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := lambdatest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestCfnLint(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("cfn-lint is not on PATH, and CI is set: install it (pip install cfn-lint)")
+		}
+		t.Skip("cfn-lint is not on PATH; skipping the template lint (install it: pip install cfn-lint)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "template.yaml")
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Fatalf("cfn-lint template.yaml: %v\n%s", err, out)
+	}
+}
+
+// function is one AWS::Serverless::Function of template.yaml.
+type function struct {
+	id   string
+	node *yaml.Node // the resource
+}
+
+// route is one HttpApi event.
+type route struct {
+	function, event, method, path, apiRef string
+}
+
+// template is template.yaml, parsed.
+type template struct {
+	doc       *yaml.Node
+	functions map[string]function
+}
+
+func loadTemplate(t *testing.T) template {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root(t), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A yaml.Node keeps CloudFormation's short forms (!Ref, !If, !Sub,
+	// !GetAtt) as tags instead of failing on them.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("template.yaml: %v", err)
+	}
+	tpl := template{doc: &doc, functions: make(map[string]function)}
+	resources := get(&doc, "Resources")
+	if resources == nil || resources.Kind != yaml.MappingNode {
+		t.Fatal("template.yaml: no Resources mapping")
+	}
+	for i := 0; i+1 < len(resources.Content); i += 2 {
+		id, res := resources.Content[i].Value, resources.Content[i+1]
+		if scalar(get(res, "Type")) == "AWS::Serverless::Function" {
+			tpl.functions[id] = function{id: id, node: res}
+		}
+	}
+	return tpl
+}
+
+// routes returns every HttpApi event, sorted.
+func (tpl template) routes() []route {
+	var rs []route
+	for _, fn := range tpl.functions {
+		events := get(fn.node, "Properties", "Events")
+		if events == nil {
+			continue
+		}
+		for i := 0; i+1 < len(events.Content); i += 2 {
+			ev := events.Content[i+1]
+			if scalar(get(ev, "Type")) != "HttpApi" {
+				continue
+			}
+			rs = append(rs, route{
+				function: fn.id,
+				event:    events.Content[i].Value,
+				method:   scalar(get(ev, "Properties", "Method")),
+				path:     scalar(get(ev, "Properties", "Path")),
+				apiRef:   ref(get(ev, "Properties", "ApiId")),
+			})
+		}
+	}
+	slices.SortFunc(rs, func(a, b route) int { return strings.Compare(a.method+" "+a.path, b.method+" "+b.path) })
+	return rs
+}
+
+// get walks mapping keys from n (a document or a mapping) and returns the
+// node found, or nil.
+func get(n *yaml.Node, keys ...string) *yaml.Node {
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, k := range keys {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+// scalar returns a plain scalar's value, or "" for anything else (an
+// intrinsic function included).
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "") {
+		return ""
+	}
+	return n.Value
+}
+
+// ref returns the logical ID of a !Ref or {"Ref": ...}, or "".
+func ref(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!Ref" {
+		return n.Value
+	}
+	return scalar(get(n, "Ref"))
+}
+
+// getAtt returns "Id.Attr" of a !GetAtt or {"Fn::GetAtt": [...]}, or "".
+func getAtt(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	if n.Tag == "!GetAtt" {
+		if n.Kind == yaml.ScalarNode {
+			return n.Value
+		}
+		if n.Kind == yaml.SequenceNode && len(n.Content) == 2 {
+			return n.Content[0].Value + "." + n.Content[1].Value
+		}
+	}
+	if l := get(n, "Fn::GetAtt"); l != nil && l.Kind == yaml.SequenceNode && len(l.Content) == 2 {
+		return l.Content[0].Value + "." + l.Content[1].Value
+	}
+	return ""
+}
+
+// makeFunctions reads lambda.mk's LAMBDA_FUNCTIONS: logical ID -> directory.
+func makeFunctions(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root(t), "lambda.mk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^LAMBDA_FUNCTIONS\s*:?=(.*)$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("lambda.mk: no LAMBDA_FUNCTIONS line")
+	}
+	fns := make(map[string]string)
+	for _, pair := range strings.Fields(m[1]) {
+		id, dir, ok := strings.Cut(pair, ":")
+		if !ok || id == "" || dir == "" {
+			t.Fatalf("lambda.mk: LAMBDA_FUNCTIONS entry %q is not LogicalId:dir", pair)
+		}
+		fns[id] = dir
+	}
+	return fns
+}
+
+// titleCase is the logical ID convention: the directory with its first
+// letter upper-cased.
+func titleCase(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return strings.ToUpper(dir[:1]) + dir[1:]
+}
+
+var pathParam = regexp.MustCompile(`\{([^}]*)\}`)
+
+func TestRoutes(t *testing.T) {
+	tpl := loadTemplate(t)
+	dirs := makeFunctions(t)
+
+	want := make(map[string]httpapi.Route)
+	shape := make(map[string]httpapi.Route) // by path with parameters blanked
+	for _, r := range httpapi.Routes {
+		want[r.Method+" "+r.Path] = r
+		shape[r.Method+" "+pathParam.ReplaceAllString(r.Path, "{}")] = r
+	}
+
+	seen := make(map[string]string)          // route -> function serving it
+	perFunction := make(map[string][]string) // function -> routes
+	for _, r := range tpl.routes() {
+		key := r.method + " " + r.path
+		where := fmt.Sprintf("template.yaml: %s event %s (%s)", r.function, r.event, key)
+		if r.method == "" || r.path == "" {
+			t.Errorf("%s: Method and Path must be plain strings", where)
+			continue
+		}
+		if r.apiRef != "HttpApi" {
+			t.Errorf("%s: ApiId is not !Ref HttpApi", where)
+		}
+		for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
+			if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(m[1]) {
+				t.Errorf("%s: path parameter {%s} is not a plain name (no greedy {name+})", where, m[1])
+			}
+		}
+		perFunction[r.function] = append(perFunction[r.function], key)
+		if prev, dup := seen[key]; dup {
+			t.Errorf("%s: route already served by %s", where, prev)
+			continue
+		}
+		seen[key] = r.function
+		api, ok := want[key]
+		if !ok {
+			if near, ok := shape[r.method+" "+pathParam.ReplaceAllString(r.path, "{}")]; ok {
+				t.Errorf("%s: path parameters differ from httpapi.Routes' %s %s: got %v, want %v",
+					where, near.Method, near.Path, pathParam.FindAllString(r.path, -1), pathParam.FindAllString(near.Path, -1))
+			} else {
+				t.Errorf("%s: not in httpapi.Routes", where)
+			}
+			continue
+		}
+		dir, ok := dirs[r.function]
+		if !ok {
+			dir = strings.ToLower(r.function)
+		}
+		if dir != api.Function {
+			t.Errorf("%s: served by functions/%s, but httpapi.Routes names function %s", where, dir, api.Function)
+		}
+	}
+	for _, r := range httpapi.Routes {
+		if _, ok := seen[r.Method+" "+r.Path]; !ok {
+			t.Errorf("httpapi.Routes has %s %s (function %s), which no HttpApi event in template.yaml serves", r.Method, r.Path, r.Function)
+		}
+	}
+	for fn, keys := range perFunction {
+		if len(keys) > 1 {
+			t.Errorf("template.yaml: %s serves %d routes %v; each Lambda serves exactly one", fn, len(keys), keys)
+		}
+	}
+}
+
+func TestFunctions(t *testing.T) {
+	tpl := loadTemplate(t)
+	mk := makeFunctions(t)
+	base := root(t)
+
+	entries, err := os.ReadDir(filepath.Join(base, "functions"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	onDisk := make(map[string]bool)
+	for _, e := range entries {
+		if e.IsDir() && !slices.Contains(testOnly, e.Name()) {
+			onDisk[e.Name()] = true
+		}
+	}
+
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range tpl.functions {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	var missing []string
+	inTemplate := make(map[string]bool)
+	for _, id := range ids {
+		fn := tpl.functions[id]
+		dir, ok := mk[id]
+		if !ok {
+			t.Errorf("template.yaml: function %s has no LogicalId:dir entry in lambda.mk's LAMBDA_FUNCTIONS, so sam build has no build-%s target", id, id)
+			continue
+		}
+		inTemplate[dir] = true
+		if titleCase(dir) != id {
+			t.Errorf("lambda.mk: %s:%s breaks the convention LogicalId = title-case directory (want %s:%s)", id, dir, titleCase(dir), dir)
+		}
+		if bm := scalar(get(fn.node, "Metadata", "BuildMethod")); bm != "makefile" {
+			t.Errorf("template.yaml: %s: got Metadata.BuildMethod %q, want makefile", id, bm)
+		}
+		codeURI := get(fn.node, "Properties", "CodeUri")
+		if codeURI == nil {
+			codeURI = get(tpl.doc, "Globals", "Function", "CodeUri")
+		}
+		if scalar(codeURI) != "." {
+			t.Errorf("template.yaml: %s: got CodeUri %q, want \".\" (the repository root, where sam build runs make build-%s)", id, scalar(codeURI), id)
+		}
+		if slices.Contains(testOnly, dir) {
+			t.Errorf("template.yaml: %s deploys the test-only functions/%s", id, dir)
+		}
+		if !onDisk[dir] {
+			missing = append(missing, fmt.Sprintf("functions/%s (template.yaml %s, make build-%s)", dir, id, id))
+			continue
+		}
+		if gofiles, _ := filepath.Glob(filepath.Join(base, "functions", dir, "*.go")); len(gofiles) == 0 {
+			t.Errorf("functions/%s has no Go files", dir)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("template.yaml deploys %d function(s) whose directory does not exist:\n\t%s", len(missing), strings.Join(missing, "\n\t"))
+	}
+	for id, dir := range mk {
+		if _, ok := tpl.functions[id]; !ok {
+			t.Errorf("lambda.mk builds %s (functions/%s), which template.yaml does not deploy", id, dir)
+		}
+	}
+	for _, dir := range slices.Sorted(func(yield func(string) bool) {
+		for d := range onDisk {
+			if !yield(d) {
+				return
+			}
+		}
+	}) {
+		if !inTemplate[dir] {
+			t.Errorf("functions/%s has no function in template.yaml (want %s, with an entry %s:%s in lambda.mk); a test-only function belongs in testOnly", dir, titleCase(dir), titleCase(dir), dir)
+		}
+	}
+}
+
+func TestGlobals(t *testing.T) {
+	tpl := loadTemplate(t)
+	g := get(tpl.doc, "Globals", "Function")
+	for _, c := range []struct{ path, want string }{
+		{"Runtime", "provided.al2023"},
+		{"Handler", "bootstrap"},
+		{"LoggingConfig.LogFormat", "JSON"},
+	} {
+		if got := scalar(get(g, strings.Split(c.path, ".")...)); got != c.want {
+			t.Errorf("Globals.Function.%s: got %q, want %q", c.path, got, c.want)
+		}
+	}
+	if a := get(g, "Architectures"); a == nil || a.Kind != yaml.SequenceNode || len(a.Content) != 1 || a.Content[0].Value != "arm64" {
+		t.Errorf("Globals.Function.Architectures: want [arm64]")
+	}
+	for id, fn := range tpl.functions {
+		for _, k := range []string{"Runtime", "Handler", "Architectures"} {
+			if get(fn.node, "Properties", k) != nil {
+				t.Errorf("template.yaml: %s overrides Globals' %s", id, k)
+			}
+		}
+	}
+}
+
+func TestSweepAndMigrate(t *testing.T) {
+	tpl := loadTemplate(t)
+	t.Run("SweepSchedule", func(t *testing.T) {
+		sweep, ok := tpl.functions["Sweep"]
+		if !ok {
+			t.Fatal("template.yaml: no Sweep function")
+		}
+		events := get(sweep.node, "Properties", "Events")
+		found := false
+		for i := 0; events != nil && i+1 < len(events.Content); i += 2 {
+			ev := events.Content[i+1]
+			if scalar(get(ev, "Type")) == "Schedule" && scalar(get(ev, "Properties", "Schedule")) == "rate(5 minutes)" {
+				found = true
+			}
+		}
+		if !found {
+			t.Error("template.yaml: Sweep has no Schedule event rate(5 minutes)")
+		}
+	})
+	t.Run("MigrateCustomResource", func(t *testing.T) {
+		resources := get(tpl.doc, "Resources")
+		var found []string
+		for i := 0; i+1 < len(resources.Content); i += 2 {
+			res := resources.Content[i+1]
+			typ := scalar(get(res, "Type"))
+			if (typ == "AWS::CloudFormation::CustomResource" || strings.HasPrefix(typ, "Custom::")) &&
+				getAtt(get(res, "Properties", "ServiceToken")) == "Migrate.Arn" {
+				found = append(found, resources.Content[i].Value)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("template.yaml: got custom resources %v with ServiceToken !GetAtt Migrate.Arn, want exactly one", found)
+		}
+	})
+}
+
+// TestMakeTargets checks that make build-<LogicalId> builds what Lambda
+// runs, from the directory the template says.
+func TestMakeTargets(t *testing.T) {
+	t.Parallel()
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make is not on PATH")
+	}
+	for id, dir := range makeFunctions(t) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, mk, "-n", "-s", "-f", "lambda.mk", "build-"+id, "ARTIFACTS_DIR=/artifacts")
+		cmd.Dir = root(t)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("make -n build-%s: %v\n%s", id, err, out)
+			continue
+		}
+		got := string(out)
+		for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64", "go build", "-tags lambda.norpc",
+			"-trimpath", "-ldflags='-s -w'", "-o /artifacts/bootstrap", "./functions/" + dir + "\n"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("make -n build-%s: %q lacks %q", id, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package metrics
+
+// Namespace is the CloudWatch namespace of the service's metrics.
+const Namespace = "PendingUploads"
+
+// Metric names the service emits.
+const (
+	// Swept counts rows deleted by a sweep, with the dimension Outcome.
+	Swept = "pending_uploads_swept"
+	// Staged counts files committed by the upload route.
+	Staged = "pending_uploads_staged"
+	// StagedBytes sums the sizes of those files, in Bytes.
+	StagedBytes = "pending_uploads_staged_bytes"
+	// Fetched counts content fetches answered 200 or 307.
+	Fetched = "pending_uploads_fetched"
+	// Acked counts acks answered 200.
+	Acked = "pending_uploads_acked"
+)
+
+// Outcome is the dimension of Swept that says why rows went.
+const Outcome = "outcome"
+
+// Values of the dimension Outcome.
+const (
+	OutcomeAcked   = "acked"   // acked rows past their retention
+	OutcomeExpired = "expired" // unacked rows past expires_at
+	OutcomeError   = "error"   // a failed sweep run
+)
