@@ -1,0 +1,14 @@
+// Command ack is the Lambda function behind POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+)
+
+func main() {
+	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
+	lambda.Start(lambdafn.HTTP(a.API.Handler("ack")))
+}

@@ -1,0 +1,25 @@
+// Command sweep is the scheduled sweep (EventBridge, rate(5 minutes)): it
+// deletes acked rows past ACK_RETENTION and unacked rows past expires_at,
+// with their objects. It returns {"acked":n,"expired":m}, or an error so
+// that Lambda records a failed run.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+	"github.com/pendinguploads/pendinguploads/internal/sweep"
+)
+
+func main() {
+	a := lambdafn.MustInit(config.NeedDatabase)
+	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (sweep.Result, error) {
+		ctx, cancel := lambdafn.WithMargin(ctx)
+		defer cancel()
+		return sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, a.Metrics)
+	})
+}

@@ -1,0 +1,14 @@
+// Command upload is the Lambda function behind POST /workspaces/{workspaceId}/chat/uploads.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+)
+
+func main() {
+	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
+	lambda.Start(lambdafn.HTTP(a.API.Handler("upload")))
+}

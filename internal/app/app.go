@@ -1,0 +1,143 @@
+// Package app assembles the service from its configuration: the pool, the
+// store (with S3 when a bucket is set), the authenticator and the HTTP
+// API. The Lambda functions, the dev server and the tests all build it the
+// same way, so what the tests run is what deploys.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/httpapi"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+)
+
+// App is the assembled service.
+type App struct {
+	Config config.Config
+	// DatabaseURL is the resolved connection URL. It may hold a password:
+	// never log it.
+	DatabaseURL string
+	Pool        *pgxpool.Pool
+	Store       *pendinguploads.Store
+	Blobs       *s3blobs.Store // nil without CONTENT_BUCKET
+	API         *httpapi.API   // nil when no admin token is configured (sweep, migrate)
+	Logger      *slog.Logger
+	Metrics     *metrics.Emitter
+}
+
+// Options are the process-level pieces New does not read from Config.
+type Options struct {
+	Logger     *slog.Logger
+	MetricsOut io.Writer  // where EMF lines go: stdout in Lambda; nil for none
+	MaxConns   int32      // default DefaultMaxConns
+	Secrets    SecretsAPI // default: a Secrets Manager client from the AWS config
+}
+
+// New resolves secrets, builds the pool (lazily: no connection yet), the
+// store and, when an admin token is configured, the HTTP API. Its errors
+// name the setting at fault and never carry a secret.
+func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{Config: cfg, Logger: log}
+	if opts.MetricsOut != nil {
+		a.Metrics = metrics.New(opts.MetricsOut, metrics.Namespace)
+	}
+
+	sm := opts.Secrets
+	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
+		}
+		sm = secretsmanager.NewFromConfig(awsCfg)
+	}
+	dbURL := cfg.DatabaseURL
+	if dbURL == "" && cfg.DBSecretARN != "" {
+		s, err := secretString(ctx, sm, cfg.DBSecretARN)
+		if err != nil {
+			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
+		}
+		if dbURL, err = DatabaseURLFromSecret(s); err != nil {
+			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
+		}
+	}
+	adminToken := cfg.AdminToken
+	if adminToken == "" && cfg.AdminTokenSecretARN != "" {
+		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
+		if err != nil {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+		}
+		if adminToken, err = AdminTokenFromSecret(s); err != nil {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+		}
+		if len(adminToken) < config.MinTokenLength {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
+		}
+	}
+	if dbURL == "" {
+		return nil, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
+	}
+
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	pool, err := NewPool(dbURL, maxConns)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	a.Pool = pool
+	a.DatabaseURL = dbURL
+	a.Store = pendinguploads.New(pool)
+	a.Store.TTL = cfg.UploadTTL
+	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
+
+	if cfg.ContentBucket != "" {
+		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
+		}
+		a.Blobs = b
+		a.Store.Blobs = b
+	}
+
+	if adminToken != "" {
+		authn, err := auth.NewAuthenticator(pool, adminToken)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		api := httpapi.New(pool, a.Store, authn)
+		api.MaxRequestBytes = cfg.MaxRequestBytes
+		api.MaxResponseBytes = cfg.MaxResponseBytes
+		api.Logger = log
+		api.Metrics = a.Metrics
+		if a.Blobs != nil {
+			api.Presigner = a.Blobs
+		}
+		a.API = api
+	}
+	return a, nil
+}
+
+// Close releases the pool.
+func (a *App) Close() {
+	if a.Pool != nil {
+		a.Pool.Close()
+	}
+}

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Pool defaults for a Lambda process: one request at a time, so two
+// connections (one spare for the fetched_at stamp or a slow close); a
+// short idle time so a frozen sandbox does not hold connections long.
+const (
+	DefaultMaxConns         = 2
+	DefaultMaxConnIdleTime  = time.Minute
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 10 * time.Second
+)
+
+// NewPool returns a pool on databaseURL. It connects lazily: no I/O here,
+// so a cold start does not wait for Postgres, and an unreachable database
+// shows up as a 503 on the first request rather than a failed init.
+// Settings given in the URL (pool_max_conns, connect_timeout,
+// statement_timeout in options, default_query_exec_mode=exec for RDS
+// Proxy) win over the defaults.
+func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// pgx's message can quote the URL, password included: keep it out.
+		return nil, fmt.Errorf("database url: cannot parse (check DATABASE_URL or the secret's fields)")
+	}
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = maxConns
+	}
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = DefaultMaxConnIdleTime
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if _, ok := rp["statement_timeout"]; !ok {
+		rp["statement_timeout"] = fmt.Sprint(DefaultStatementTimeout.Milliseconds())
+	}
+	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
+		rp["idle_in_transaction_session_timeout"] = "30000"
+	}
+	if _, ok := rp["application_name"]; !ok {
+		rp["application_name"] = "pendinguploads"
+	}
+	return pgxpool.NewWithConfig(context.Background(), cfg)
+}

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+)
+
+// SecretsAPI is the one Secrets Manager call the service makes.
+type SecretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+var _ SecretsAPI = (*secretsmanager.Client)(nil)
+
+// rdsSecret is the JSON shape RDS writes into its managed secrets.
+type rdsSecret struct {
+	Host     string          `json:"host"`
+	Port     json.RawMessage `json:"port"` // a number, or a string of one
+	Username string          `json:"username"`
+	Password string          `json:"password"`
+	DBName   string          `json:"dbname"`
+}
+
+// secretString fetches the current value of a secret.
+func secretString(ctx context.Context, sm SecretsAPI, arn string) (string, error) {
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return "", err
+	}
+	if out.SecretString == nil {
+		return "", errors.New("secret has no string value")
+	}
+	return *out.SecretString, nil
+}
+
+// DatabaseURLFromSecret builds a connection URL from an RDS-shaped secret.
+// TLS is required (sslmode=require): RDS offers it everywhere.
+func DatabaseURLFromSecret(secret string) (string, error) {
+	var s rdsSecret
+	if err := json.Unmarshal([]byte(secret), &s); err != nil {
+		return "", errors.New("not JSON of the RDS shape (host, port, username, password, dbname)")
+	}
+	port := 5432
+	if p := strings.Trim(string(s.Port), `"`); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 || n > 65535 {
+			return "", fmt.Errorf("port %q is not a port number", p)
+		}
+		port = n
+	}
+	if s.Host == "" || s.Username == "" {
+		return "", errors.New("host and username are required")
+	}
+	if s.DBName == "" {
+		s.DBName = "postgres"
+	}
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(s.Username, s.Password),
+		Host:     net.JoinHostPort(s.Host, strconv.Itoa(port)),
+		Path:     "/" + s.DBName,
+		RawQuery: "sslmode=require",
+	}
+	return u.String(), nil
+}
+
+// AdminTokenFromSecret accepts a plain-string secret, or JSON with a
+// "token" field.
+func AdminTokenFromSecret(secret string) (string, error) {
+	secret = strings.TrimSpace(secret)
+	if strings.HasPrefix(secret, "{") {
+		var v struct {
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal([]byte(secret), &v); err != nil || v.Token == "" {
+			return "", errors.New(`JSON secret without a "token" field`)
+		}
+		return v.Token, nil
+	}
+	if secret == "" {
+		return "", errors.New("empty secret")
+	}
+	return secret, nil
+}

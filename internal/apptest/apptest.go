@@ -1,0 +1,126 @@
+// Package apptest runs the whole service in a test: the real handlers, on
+// a real (per-test) Postgres database, optionally with a bucket on moto,
+// behind an httptest server. Build it with NewServer; mint tokens with
+// WorkspaceToken.
+package apptest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/app"
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
+)
+
+// AdminToken is the admin token of every test server.
+const AdminToken = "test-admin-token-0123456789abcdef"
+
+// Options shape a test server. The zero value is the default service
+// with bytes in Postgres.
+type Options struct {
+	// S3 puts a fresh moto bucket behind the store (CONTENT_BUCKET).
+	S3 bool
+	// Env overrides settings, as the environment would (MAX_REQUEST_BYTES,
+	// INLINE_MAX_BYTES, UPLOAD_TTL, …).
+	Env map[string]string
+	// Log receives the service's JSON log lines (default: discarded).
+	Log io.Writer
+	// MetricsOut receives EMF lines (default: none).
+	MetricsOut io.Writer
+}
+
+// Server is a running service.
+type Server struct {
+	URL         string // base URL, no trailing slash
+	AdminToken  string
+	DatabaseURL string
+	Pool        *pgxpool.Pool // a separate pool for the test's own queries
+	App         *app.App
+	Store       *pendinguploads.Store
+	S3          s3test.Endpoint // zero without Options.S3
+	Bucket      string
+}
+
+// NewServer starts the service for tb; everything stops at cleanup. Test
+// binaries using it call pgtest.Main (and s3test's cleanup: see Main).
+func NewServer(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	s := &Server{AdminToken: AdminToken, DatabaseURL: pgtest.MustURL(tb)}
+	env := map[string]string{"DATABASE_URL": s.DatabaseURL, "ADMIN_TOKEN": AdminToken}
+	if opts.S3 {
+		s.S3 = s3test.MustStart(tb)
+		_, s.Bucket = s3test.NewBucket(tb, s.S3)
+		for _, kv := range s.S3.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			tb.Setenv(k, v) // the AWS SDK reads credentials from the environment
+		}
+		env["CONTENT_BUCKET"] = s.Bucket
+		env["S3_ENDPOINT"] = s.S3.URL
+		env["S3_FORCE_PATH_STYLE"] = "true"
+	}
+	for k, v := range opts.Env {
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedDatabase|config.NeedAdminToken)
+	if err != nil {
+		tb.Fatalf("apptest: %v", err)
+	}
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	a, err := app.New(context.Background(), cfg, app.Options{
+		Logger:     slog.New(slog.NewJSONHandler(logw, nil)),
+		MetricsOut: opts.MetricsOut,
+		MaxConns:   8,
+	})
+	if err != nil {
+		tb.Fatalf("apptest: %v", err)
+	}
+	tb.Cleanup(a.Close)
+	s.App, s.Store = a, a.Store
+	hs := httptest.NewServer(a.API.Mux())
+	tb.Cleanup(hs.Close)
+	s.URL = hs.URL
+	pool, err := pgxpool.New(context.Background(), s.DatabaseURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	s.Pool = pool
+	return s
+}
+
+// WorkspaceToken mints a workspace token for ws.
+func (s *Server) WorkspaceToken(tb testing.TB, ws uuid.UUID) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tok, _, err := auth.CreateToken(ctx, s.Pool, ws)
+	if err != nil {
+		tb.Fatalf("apptest: token: %v", err)
+	}
+	return tok
+}
+
+// Main is TestMain for packages using apptest: it runs the tests, then
+// stops the throwaway Postgres cluster and moto.
+func Main(m *testing.M) {
+	code := m.Run()
+	s3test.Stop()
+	pgtest.Stop()
+	os.Exit(code)
+}

@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+)
+
+// Errors of Authenticate and Principal.Allows; the HTTP layer turns them
+// into API.md's 401 and 503 answers.
+var (
+	// ErrMissing: no Authorization header with the Bearer scheme.
+	ErrMissing = errors.New("auth: missing bearer token")
+	// ErrInvalid: unknown, revoked, or another workspace's token.
+	ErrInvalid = errors.New("auth: invalid token")
+	// ErrUnavailable: the token store could not be reached; wraps the cause.
+	ErrUnavailable = errors.New("auth: token store unavailable")
+)
+
+// Principal is who a request acts as.
+type Principal struct {
+	Admin       bool
+	WorkspaceID uuid.UUID // the token's workspace; zero for the admin
+	TokenPrefix string    // safe to log
+}
+
+// Allows reports whether p may act on workspaceID (by UUID value).
+func (p Principal) Allows(workspaceID uuid.UUID) bool {
+	return p.Admin || p.WorkspaceID == workspaceID
+}
+
+// Authenticator checks bearer tokens. It is safe for concurrent use.
+type Authenticator struct {
+	db        DB
+	adminHash [sha256.Size]byte
+}
+
+// NewAuthenticator returns an Authenticator for adminToken (which must not
+// be empty) and the workspace tokens in db.
+func NewAuthenticator(db DB, adminToken string) (*Authenticator, error) {
+	if adminToken == "" {
+		return nil, errors.New("auth: empty admin token")
+	}
+	return &Authenticator{db: db, adminHash: sha256.Sum256([]byte(adminToken))}, nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header, or "" for any other value (another scheme counts as none).
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// Authenticate identifies the bearer of r: ErrMissing without a bearer
+// token, ErrInvalid for a token that is neither the admin's nor a live
+// workspace token, ErrUnavailable when the token store cannot answer. A
+// workspace token's last_used_at is stamped, at most once a minute.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Principal, error) {
+	tok := BearerToken(r)
+	if tok == "" {
+		return Principal{}, ErrMissing
+	}
+	// Hash first, then compare fixed-size digests in constant time: the
+	// comparison leaks nothing about the admin token, not even its length.
+	sum := sha256.Sum256([]byte(tok))
+	if subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
+		return Principal{Admin: true, TokenPrefix: "admin"}, nil
+	}
+	if !strings.HasPrefix(tok, TokenPrefix) || len(tok) > 512 {
+		return Principal{}, ErrInvalid
+	}
+	// The look-up is by hash: the index compares digests, never tokens.
+	var p Principal
+	err := a.db.QueryRow(ctx, `
+		WITH tok AS (
+		    SELECT id, workspace_id, prefix, last_used_at FROM workspace_auth_tokens
+		    WHERE token_hash = $1 AND revoked_at IS NULL
+		), stamp AS (
+		    UPDATE workspace_auth_tokens w SET last_used_at = now()
+		    FROM tok
+		    WHERE w.id = tok.id AND (tok.last_used_at IS NULL OR tok.last_used_at < now() - interval '1 minute')
+		)
+		SELECT workspace_id, prefix FROM tok`, sum[:]).Scan(&p.WorkspaceID, &p.TokenPrefix)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, ErrInvalid
+	}
+	if err != nil {
+		if pendinguploads.IsUnavailable(err) {
+			return Principal{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+)
+
+// Messages of API.md that more than one handler answers.
+const (
+	msgGone     = "pending upload not found, expired, or already acked"
+	msgNotYours = "pending upload not found"
+)
+
+// storageFailure answers a storage error, the one table from error to
+// status: a dependency down or too slow is 503 and worth a retry; anything
+// else is a bug, 500, and its text goes only to the log.
+func (a *API) storageFailure(w http.ResponseWriter, r *http.Request, op string, err error, attrs ...any) {
+	args := append([]any{"op", op, "err", err, "method", r.Method, "path", r.URL.Path}, attrs...)
+	if errors.Is(err, pendinguploads.ErrUnavailable) {
+		a.logger().Error("storage unavailable", args...)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "storage unavailable, retry shortly", "code": "unavailable"})
+		return
+	}
+	a.logger().Error("storage error", args...)
+	writeError(w, http.StatusInternalServerError, "storage error")
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": msg})
+}
+
+// writeJSON answers v as JSON. Encoding a map or struct of plain values
+// cannot fail; if the client is gone, there is no one to tell.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"error":"storage error"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+)
+
+type listedFile struct {
+	FileID    string     `json:"file_id"`
+	URI       string     `json:"uri"`
+	Name      string     `json:"name"`
+	MimeType  string     `json:"mimeType"`
+	Size      int64      `json:"size"`
+	SHA256    string     `json:"sha256"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	FetchedAt *time.Time `json:"fetched_at"`
+}
+
+type listBody struct {
+	Uploads    []listedFile `json:"uploads"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	ws, _, ok := a.guard(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	limit := pendinguploads.DefaultListLimit
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || len(v) > 1 || n < 1 || n > pendinguploads.MaxListLimit {
+			writeError(w, http.StatusBadRequest, "invalid limit (want 1 to 100)")
+			return
+		}
+		limit = n
+	}
+	var after *pendinguploads.Cursor
+	if v, ok := q["after"]; ok {
+		c, err := pendinguploads.DecodeCursor(v[0])
+		if err != nil || len(v) > 1 {
+			writeError(w, http.StatusBadRequest, "invalid cursor")
+			return
+		}
+		after = &c
+	}
+	recs, next, err := a.store.List(r.Context(), ws, limit, after)
+	if errors.Is(err, pendinguploads.ErrBadCursor) {
+		writeError(w, http.StatusBadRequest, "invalid cursor")
+		return
+	}
+	if err != nil {
+		a.storageFailure(w, r, "list", err, "workspace_id", ws)
+		return
+	}
+	body := listBody{Uploads: make([]listedFile, len(recs))}
+	for i, rec := range recs {
+		body.Uploads[i] = listedFile{
+			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
+			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
+			CreatedAt: rec.CreatedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC(), FetchedAt: utc(rec.FetchedAt),
+		}
+	}
+	if next != nil {
+		body.NextCursor = next.Encode()
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/sanitize"
+)
+
+// stagedFile is one file of the success body of upload.
+type stagedFile struct {
+	FileID   string `json:"file_id"`
+	URI      string `json:"uri"`
+	Name     string `json:"name"`
+	MimeType string `json:"mimeType"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+}
+
+// upload is POST /workspaces/{workspaceId}/chat/uploads: multipart form A,
+// or the JSON commit of presigned uploads (form B).
+func (a *API) upload(w http.ResponseWriter, r *http.Request) {
+	ws, _, ok := a.guard(w, r)
+	if !ok {
+		return
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && mt == "application/json" {
+		a.commit(w, r, ws)
+		return
+	}
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		writeError(w, http.StatusBadRequest, "malformed multipart body")
+		return
+	}
+	limit := a.maxRequest()
+	if r.ContentLength > limit {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit})
+		return
+	}
+	items, status, body := a.readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit)
+	if status != 0 {
+		a.refuse(r, fmt.Sprint(body["error"]), ws)
+		writeJSON(w, status, body)
+		return
+	}
+	a.stage(w, r, ws, items)
+}
+
+// readFiles reads the parts named "files" that carry a file name, in
+// order. On bad input it returns the status and JSON body to answer.
+func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pendinguploads.PutItem, int, map[string]any) {
+	malformed := func(err error) (int, map[string]any) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit}
+		}
+		return http.StatusBadRequest, map[string]any{"error": "malformed multipart body"}
+	}
+	mr := multipart.NewReader(body, boundary)
+	var items []pendinguploads.PutItem
+	for {
+		part, err := mr.NextRawPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s, b := malformed(err)
+			return nil, s, b
+		}
+		raw, isFile := partFilename(part)
+		if part.FormName() != "files" || !isFile {
+			// Other fields, and text values named files, do not count;
+			// they still count towards the body cap.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				s, b := malformed(err)
+				return nil, s, b
+			}
+			continue
+		}
+		if len(items) == MaxFiles {
+			return nil, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("too many files (limit %d)", MaxFiles)}
+		}
+		name := sanitize.Filename(raw)
+		var buf bytes.Buffer
+		n, err := buf.ReadFrom(io.LimitReader(part, pendinguploads.MaxFileBytes+1))
+		if err != nil {
+			s, b := malformed(err)
+			return nil, s, b
+		}
+		if n > pendinguploads.MaxFileBytes {
+			rest, err := io.Copy(io.Discard, part)
+			if err != nil {
+				s, b := malformed(err)
+				return nil, s, b
+			}
+			return nil, http.StatusRequestEntityTooLarge, map[string]any{
+				"error": "file exceeds per-file cap", "filename": name, "size": n + rest, "max": pendinguploads.MaxFileBytes}
+		}
+		if n == 0 {
+			return nil, http.StatusBadRequest, map[string]any{"error": "empty file", "filename": name}
+		}
+		items = append(items, pendinguploads.PutItem{
+			Content:  buf.Bytes(),
+			Filename: name,
+			Mimetype: sanitize.Mimetype(part.Header.Get("Content-Type")),
+		})
+	}
+	if len(items) == 0 {
+		return nil, http.StatusBadRequest, map[string]any{"error": "no files field in request"}
+	}
+	return items, 0, nil
+}
+
+// partFilename returns the raw filename parameter of a part (decoded from
+// filename* when given) and whether the part has one at all: a file input
+// left empty still sends filename="".
+func partFilename(p *multipart.Part) (string, bool) {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil {
+		return "", false
+	}
+	name, ok := params["filename"]
+	return name, ok
+}
+
+// stage writes the rows and their activity rows in one transaction and
+// answers the success body, files in request order.
+func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem) {
+	ctx := r.Context()
+	recs, err := a.putWithActivity(ctx, ws, items)
+	if err != nil {
+		a.storageFailure(w, r, "stage", err, "workspace_id", ws, "files", len(items))
+		return
+	}
+	out := make([]stagedFile, len(recs))
+	var total int64
+	for i, rec := range recs {
+		out[i] = stagedFile{
+			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
+			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
+		}
+		total += rec.SizeBytes
+		a.logger().Info("staged", "workspace_id", ws, "file_id", rec.FileID, "size", rec.SizeBytes,
+			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.S3Key != "")
+	}
+	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
+	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
+	writeJSON(w, http.StatusOK, map[string]any{"files": out})
+}
+
+// putWithActivity commits the rows and one activity row per file
+// together, or nothing; objects written for a failed batch are discarded.
+func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pendinguploads.PutItem) ([]pendinguploads.Record, error) {
+	tx, err := a.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", wrapUnavailable(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	recs, err := a.store.PutBatchTx(ctx, tx, ws, items)
+	if err != nil {
+		return nil, err
+	}
+	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
+		a.store.DiscardBlobs(ctx, recs)
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		a.store.DiscardBlobs(ctx, recs)
+		return nil, fmt.Errorf("commit: %w", wrapUnavailable(err))
+	}
+	return recs, nil
+}
+
+// wrapUnavailable marks a raw pgx error as unavailability where it is one,
+// so the error table answers 503.
+func wrapUnavailable(err error) error {
+	if pendinguploads.IsUnavailable(err) && !errors.Is(err, pendinguploads.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", pendinguploads.ErrUnavailable, err)
+	}
+	return err
+}

@@ -1,0 +1,18 @@
+package s3blobs_test
+
+import (
+	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
+)
+
+func TestMain(m *testing.M) { s3test.Main(m) }
+
+// newStore returns a Store over a fresh bucket on moto, and the bucket's
+// client for checks that go around the Store.
+func newStore(tb testing.TB) (*s3blobs.Store, *s3client) {
+	tb.Helper()
+	client, bucket := s3test.NewBucket(tb, s3test.MustStart(tb))
+	return s3blobs.NewFromClient(client, bucket), &s3client{Client: client, bucket: bucket}
+}

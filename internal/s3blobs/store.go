@@ -1,0 +1,218 @@
+package s3blobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"io"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// MaxObjectSize is the largest object a Store reads or presigns an upload
+// for: the per-file cap of 25 MiB.
+const MaxObjectSize int64 = 26214400
+
+var (
+	// ErrNotFound is returned (wrapped) by Get and Size when the key is
+	// absent.
+	ErrNotFound = errors.New("s3blobs: object not found")
+	// ErrTooLarge is returned (wrapped) by Get when the object is larger
+	// than the Store's MaxSize, and by PresignPut for a size above it.
+	ErrTooLarge = errors.New("s3blobs: object too large")
+)
+
+// S3API lists the S3 calls a Store makes. *s3.Client implements it; tests
+// implement it to inject faults S3 cannot produce on demand.
+type S3API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+}
+
+var _ pendinguploads.Blobs = (*Store)(nil)
+
+// Presigner lists the presigning calls a Store makes. *s3.PresignClient
+// implements it.
+type Presigner interface {
+	PresignPutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
+	PresignGetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
+}
+
+var (
+	_ S3API     = (*s3.Client)(nil)
+	_ Presigner = (*s3.PresignClient)(nil)
+)
+
+// Store keeps objects in one S3 bucket. It is safe for concurrent use; set
+// its exported fields before first use and do not change them after.
+type Store struct {
+	api     S3API
+	presign Presigner
+	bucket  string
+
+	// NotFoundErr is wrapped, alongside ErrNotFound, in the error Get and
+	// Size return for an absent key, so callers can match their own
+	// sentinel with errors.Is. Default (set by New):
+	// pendinguploads.ErrBlobNotFound.
+	NotFoundErr error
+
+	// MaxSize is the largest object Get reads and PresignPut signs an
+	// upload for. Default (set by New): MaxObjectSize.
+	MaxSize int64
+}
+
+// New returns a Store over bucket. presign may be nil when the caller never
+// presigns; PresignPut and PresignGet then return an error.
+func New(api S3API, presign Presigner, bucket string) *Store {
+	return &Store{
+		api:         api,
+		presign:     presign,
+		bucket:      bucket,
+		NotFoundErr: pendinguploads.ErrBlobNotFound,
+		MaxSize:     MaxObjectSize,
+	}
+}
+
+// NewFromClient returns a Store over bucket that calls and presigns through
+// client.
+func NewFromClient(client *s3.Client, bucket string) *Store {
+	return New(client, s3.NewPresignClient(client), bucket)
+}
+
+// Bucket returns the name of the Store's bucket.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Put stores content under key, replacing any object there. mimetype
+// becomes the object's Content-Type; an empty one is left unset (S3 then
+// reports binary/octet-stream).
+func (s *Store) Put(ctx context.Context, key string, content []byte, mimetype string) error {
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(content),
+		ContentLength: aws.Int64(int64(len(content))),
+	}
+	if mimetype != "" {
+		in.ContentType = aws.String(mimetype)
+	}
+	if _, err := s.api.PutObject(ctx, in); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the whole object under key. It returns an error wrapping
+// ErrNotFound (and NotFoundErr) when the key is absent, and one wrapping
+// ErrTooLarge, without reading the body, when the object is larger than
+// MaxSize. At most MaxSize+1 bytes are ever read.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(key),
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, s.notFound("get", key)
+		}
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer out.Body.Close()
+
+	size := aws.ToInt64(out.ContentLength)
+	if size > s.MaxSize {
+		return nil, fmt.Errorf("get %s: %d bytes, max %d: %w", key, size, s.MaxSize, ErrTooLarge)
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		// One allocation for the whole object, plus room for the byte
+		// that would reveal a body longer than announced.
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(out.Body, s.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("get %s: read body: %w", key, err)
+	}
+	if n > s.MaxSize {
+		return nil, fmt.Errorf("get %s: more than %d bytes: %w", key, s.MaxSize, ErrTooLarge)
+	}
+	if out.ContentLength != nil && n != size {
+		return nil, fmt.Errorf("get %s: read %d bytes, Content-Length %d: %w", key, n, size, io.ErrUnexpectedEOF)
+	}
+	return buf.Bytes(), nil
+}
+
+// Copy copies the object at src to dst inside the bucket, server-side
+// (objects are at most 25 MiB, well under CopyObject's 5 GB). It returns
+// an error wrapping NotFoundErr when src is absent.
+func (s *Store) Copy(ctx context.Context, src, dst string) error {
+	_, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket:     aws.String(s.bucket),
+		Key:        aws.String(dst),
+		CopySource: aws.String(s.bucket + "/" + src), // keys are [0-9a-f/-]: nothing to escape
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return s.notFound("copy", src)
+		}
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// Size returns the size in bytes of the object under key, or an error
+// wrapping ErrNotFound (and NotFoundErr) when the key is absent.
+func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(key),
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return 0, s.notFound("size", key)
+		}
+		return 0, fmt.Errorf("size %s: %w", key, err)
+	}
+	if out.ContentLength == nil {
+		return 0, fmt.Errorf("size %s: no Content-Length in response", key)
+	}
+	return *out.ContentLength, nil
+}
+
+// notFound returns the error for an absent key: it wraps ErrNotFound and,
+// when different, NotFoundErr.
+func (s *Store) notFound(op, key string) error {
+	if s.NotFoundErr == nil || s.NotFoundErr == ErrNotFound {
+		return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
+	}
+	return fmt.Errorf("%s %s: %w (%w)", op, key, s.NotFoundErr, ErrNotFound)
+}
+
+// isNotFound reports whether err says the key is absent: NoSuchKey from
+// GET, NotFound (a bare 404: HEAD responses have no body) from HEAD, or a
+// 404 that carries no error code at all. Any other coded 404, such as
+// NoSuchBucket, is a configuration fault and stays an ordinary error. (HEAD
+// cannot tell a missing bucket from a missing key: both are a bare 404.)
+func isNotFound(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return true
+		case "":
+		default:
+			return false
+		}
+	}
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
+}

@@ -1,0 +1,178 @@
+package s3blobs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
+)
+
+// s3client is the bucket's own client, for checks around the Store.
+type s3client struct {
+	*s3.Client
+	bucket string
+}
+
+func (c *s3client) head(tb testing.TB, key string) *s3.HeadObjectOutput {
+	tb.Helper()
+	out, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
+	if err != nil {
+		tb.Fatalf("head %s: %v", key, err)
+	}
+	return out
+}
+
+// binary returns n reproducible bytes covering every byte value, most of
+// them invalid UTF-8.
+func binary(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	copy(b, []byte{0x00, 0xff, 0xfe, 0xc3, 0x28, 0x80, '\r', '\n'})
+	return b
+}
+
+func TestPutGetSize(t *testing.T) {
+	t.Parallel()
+	st, c := newStore(t)
+	ctx := context.Background()
+	tests := []struct {
+		name, key, mimetype string
+		content             []byte
+	}{
+		{"OneMiBBinary", "objects/a/1mib", "application/octet-stream", binary(1 << 20)},
+		{"SmallText", "objects/a/small", "text/plain", []byte("héllo\x00wörld")},
+		{"OneByte", "objects/a/one", "", []byte{0xff}},
+		{"Empty", "objects/a/empty", "application/x-empty", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := st.Put(ctx, tt.key, tt.content, tt.mimetype); err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+			got, err := st.Get(ctx, tt.key)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if !bytes.Equal(got, tt.content) {
+				t.Fatalf("Get: got %d bytes, want %d, not byte-identical", len(got), len(tt.content))
+			}
+			size, err := st.Size(ctx, tt.key)
+			if err != nil {
+				t.Fatalf("Size: %v", err)
+			}
+			if size != int64(len(tt.content)) {
+				t.Errorf("Size: got %d, want %d", size, len(tt.content))
+			}
+			if tt.mimetype != "" {
+				if ct := aws.ToString(c.head(t, tt.key).ContentType); ct != tt.mimetype {
+					t.Errorf("Content-Type: got %q, want %q", ct, tt.mimetype)
+				}
+			}
+		})
+	}
+
+	t.Run("Overwrite", func(t *testing.T) {
+		if err := st.Put(ctx, "objects/a/over", []byte("first"), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, "objects/a/over", []byte("2nd"), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Get(ctx, "objects/a/over"); err != nil || string(got) != "2nd" {
+			t.Errorf("Get: got %q, %v, want %q, nil", got, err, "2nd")
+		}
+	})
+}
+
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := st.Get(ctx, "objects/missing"); !errors.Is(err, s3blobs.ErrNotFound) {
+			t.Errorf("Get: got %v, want ErrNotFound", err)
+		}
+		if _, err := st.Size(ctx, "objects/missing"); !errors.Is(err, s3blobs.ErrNotFound) {
+			t.Errorf("Size: got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("NotFoundErr", func(t *testing.T) {
+		callers := errors.New("caller: blob not found")
+		st, _ := newStore(t)
+		st.NotFoundErr = callers
+		for name, err := range map[string]error{
+			"Get":  second(st.Get(ctx, "objects/missing")),
+			"Size": second(st.Size(ctx, "objects/missing")),
+		} {
+			if !errors.Is(err, callers) || !errors.Is(err, s3blobs.ErrNotFound) {
+				t.Errorf("%s: got %v, want both the caller's sentinel and ErrNotFound", name, err)
+			}
+		}
+	})
+
+	t.Run("MissingBucketIsNotNotFound", func(t *testing.T) {
+		client := s3test.NewClient(s3test.MustStart(t))
+		st := s3blobs.NewFromClient(client, "s3blobs-no-such-bucket")
+		_, err := st.Get(ctx, "objects/missing")
+		if err == nil || errors.Is(err, s3blobs.ErrNotFound) {
+			t.Errorf("Get: got %v, want a NoSuchBucket error that is not ErrNotFound", err)
+		}
+	})
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestGetErrTooLarge(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	st.MaxSize = 10
+	if err := st.Put(ctx, "objects/big", binary(11), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, "objects/fits", binary(10), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Get(ctx, "objects/big"); !errors.Is(err, s3blobs.ErrTooLarge) {
+		t.Errorf("Get 11 bytes: got %d bytes, %v, want ErrTooLarge", len(got), err)
+	}
+	if got, err := st.Get(ctx, "objects/fits"); err != nil || len(got) != 10 {
+		t.Errorf("Get 10 bytes: got %d bytes, %v, want 10, nil", len(got), err)
+	}
+}
+
+func TestCopy(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	content := binary(300 << 10)
+	if err := st.Put(ctx, "staging/w/u", content, "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Copy(ctx, "staging/w/u", "objects/w/f"); err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+	got, err := st.Get(ctx, "objects/w/f")
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("copied object: %d bytes, %v; want %d identical bytes", len(got), err, len(content))
+	}
+	t.Run("ErrBlobNotFound", func(t *testing.T) {
+		err := st.Copy(ctx, "staging/w/never", "objects/w/g")
+		if !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+			t.Fatalf("got %v, want ErrBlobNotFound", err)
+		}
+	})
+}

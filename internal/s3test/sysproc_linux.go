@@ -1,0 +1,23 @@
+package s3test
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr puts the server in its own process group (so stop reaches
+// anything it spawns) and has the kernel SIGKILL it when the thread that
+// started it, locked for the server's life, dies with the test process.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// signalGroup sends SIGTERM, or SIGKILL when kill is set, to p's process
+// group.
+func signalGroup(p *os.Process, kill bool) {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-p.Pid, sig)
+}
