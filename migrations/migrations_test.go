@@ -24,19 +24,19 @@ func TestUpDownUp(t *testing.T) {
 		t.Fatalf("up: %v", err)
 	}
 	assertVersion(t, dsn, migrations.Latest)
-	assertTables(t, dsn, map[string]bool{"pending_uploads": true, "workspace_auth_tokens": true, "activity_logs": true})
+	assertTables(t, dsn, map[string]bool{"pending_uploads": true, "workspace_auth_tokens": true, "activity_logs": true, "presigned_uploads": true})
 
 	if err := migrations.Down(ctx, dsn); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 	assertVersion(t, dsn, 0)
-	assertTables(t, dsn, map[string]bool{"pending_uploads": false, "workspace_auth_tokens": false, "activity_logs": false})
+	assertTables(t, dsn, map[string]bool{"pending_uploads": false, "workspace_auth_tokens": false, "activity_logs": false, "presigned_uploads": false})
 
 	if err := migrations.Up(ctx, dsn); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	assertVersion(t, dsn, migrations.Latest)
-	assertTables(t, dsn, map[string]bool{"pending_uploads": true, "workspace_auth_tokens": true, "activity_logs": true})
+	assertTables(t, dsn, map[string]bool{"pending_uploads": true, "workspace_auth_tokens": true, "activity_logs": true, "presigned_uploads": true})
 
 	// Up on an up-to-date database is a no-op, not an error.
 	if err := migrations.Up(ctx, dsn); err != nil {

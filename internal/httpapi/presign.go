@@ -1,30 +1,216 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
 
-const msgPresignOff = "presigned uploads are not enabled"
+const (
+	msgPresignOff  = "presigned uploads are not enabled"
+	msgNotReceived = "upload not received"
+	// maxJSONBody caps the JSON bodies of presign and commit: 64 entries
+	// of a name and a few numbers fit many times over.
+	maxJSONBody = 64 << 10
+)
 
-// presign is POST /workspaces/{workspaceId}/chat/uploads/presign.
+type presignRequest struct {
+	Files []struct {
+		Name     string `json:"name"`
+		Size     int64  `json:"size"`
+		MimeType string `json:"mimeType"`
+	} `json:"files"`
+}
+
+type presignedUpload struct {
+	UploadID  string            `json:"upload_id"`
+	Method    string            `json:"method"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	ExpiresAt time.Time         `json:"expires_at"`
+}
+
+// presign is POST /workspaces/{workspaceId}/chat/uploads/presign: it lets
+// a client put large files straight into the bucket. Nothing is visible to
+// the workspace until the JSON form of upload commits them.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) {
-	if _, _, ok := a.guard(w, r); !ok {
+	ws, _, ok := a.guard(w, r)
+	if !ok {
 		return
 	}
-	if a.Presigner == nil {
+	if a.Presigner == nil || a.store.Blobs == nil {
 		writeError(w, http.StatusNotFound, msgPresignOff)
 		return
 	}
-	writeError(w, http.StatusNotFound, msgPresignOff)
+	var req presignRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	switch {
+	case len(req.Files) == 0:
+		writeError(w, http.StatusBadRequest, "no files field in request")
+		return
+	case len(req.Files) > MaxFiles:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("too many files (limit %d)", MaxFiles))
+		return
+	}
+	items := make([]pendinguploads.Presigned, len(req.Files))
+	for i, f := range req.Files {
+		name := sanitize.Filename(f.Name)
+		switch {
+		case f.Size <= 0:
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "empty file", "filename": name})
+			return
+		case f.Size > pendinguploads.MaxFileBytes:
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
+				"error": "file exceeds per-file cap", "filename": name, "size": f.Size, "max": pendinguploads.MaxFileBytes})
+			return
+		}
+		items[i] = pendinguploads.Presigned{
+			UploadID: a.newID(), WorkspaceID: ws, Filename: name,
+			Mimetype: sanitize.Mimetype(f.MimeType), SizeBytes: f.Size,
+		}
+	}
+	ctx := r.Context()
+	if err := a.store.RecordPresigned(ctx, items); err != nil {
+		a.storageFailure(w, r, "presign", err, "workspace_id", ws)
+		return
+	}
+	out := make([]presignedUpload, len(items))
+	expires := a.now().Add(PresignPutTTL).UTC().Truncate(time.Second)
+	for i, it := range items {
+		ctype := it.Mimetype
+		if ctype == "" {
+			ctype = sanitize.OctetStream
+		}
+		url, headers, err := a.Presigner.PresignPut(ctx, it.StagingKey(), it.SizeBytes, ctype, PresignPutTTL)
+		if err != nil {
+			a.storageFailure(w, r, "presign put", wrapUnavailable(err), "workspace_id", ws)
+			return
+		}
+		out[i] = presignedUpload{UploadID: it.UploadID.String(), Method: http.MethodPut, URL: url, Headers: headers, ExpiresAt: expires}
+		a.logger().Info("presigned", "workspace_id", ws, "upload_id", it.UploadID, "size", it.SizeBytes, "filename", it.Filename)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
 }
 
-// commit is the JSON form of upload: files a client put into the bucket.
+type commitRequest struct {
+	Files []struct {
+		UploadID string `json:"upload_id"`
+	} `json:"files"`
+}
+
+// commit is the JSON form of upload: it stages files that a client put
+// into the bucket after presign. Each object must be there with exactly
+// the declared size; otherwise 409 and nothing is stored.
 func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
-	if a.Presigner == nil {
+	if a.Presigner == nil || a.store.Blobs == nil {
 		writeError(w, http.StatusBadRequest, msgPresignOff)
 		return
 	}
-	writeError(w, http.StatusBadRequest, msgPresignOff)
+	var req commitRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	switch {
+	case len(req.Files) == 0:
+		writeError(w, http.StatusBadRequest, "no files field in request")
+		return
+	case len(req.Files) > MaxFiles:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("too many files (limit %d)", MaxFiles))
+		return
+	}
+	ids := make([]uuid.UUID, len(req.Files))
+	seen := map[uuid.UUID]bool{}
+	for i, f := range req.Files {
+		id, err := uuid.Parse(f.UploadID)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid upload_id")
+			return
+		}
+		if seen[id] {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "duplicate upload_id", "upload_id": id.String()})
+			return
+		}
+		seen[id] = true
+		ids[i] = id
+	}
+	ctx := r.Context()
+	promised, err := a.store.LookupPresigned(ctx, ws, ids)
+	if err != nil {
+		a.storageFailure(w, r, "commit lookup", err, "workspace_id", ws)
+		return
+	}
+	notReceived := func(id uuid.UUID, why string) {
+		a.refuse(r, "commit: "+why, ws, "upload_id", id)
+		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": id.String()})
+	}
+	items := make([]pendinguploads.PutItem, len(ids))
+	for i, id := range ids {
+		p, ok := promised[id]
+		if !ok {
+			notReceived(id, "unknown, expired or already committed")
+			return
+		}
+		// Read the object once: its length is the size check, its hash is
+		// the digest the workspace will verify. One file in memory at a
+		// time, at most 25 MiB.
+		data, err := a.store.Blobs.Get(ctx, p.StagingKey())
+		if errors.Is(err, pendinguploads.ErrBlobNotFound) {
+			notReceived(id, "no object")
+			return
+		}
+		if err != nil {
+			a.storageFailure(w, r, "commit read", wrapUnavailable(err), "workspace_id", ws, "upload_id", id)
+			return
+		}
+		if int64(len(data)) != p.SizeBytes {
+			notReceived(id, fmt.Sprintf("object holds %d bytes, %d declared", len(data), p.SizeBytes))
+			return
+		}
+		sum := sha256.Sum256(data)
+		items[i] = pendinguploads.PutItem{
+			StagedKey: p.StagingKey(), Size: p.SizeBytes, SHA256: sum[:],
+			Filename: p.Filename, Mimetype: p.Mimetype,
+		}
+	}
+	if !a.stage(w, r, ws, items, ids) {
+		return // the staging objects stay, so the client can retry the commit
+	}
+	// Committed: the copies under objects/ are the files now. The
+	// lifecycle rule removes any staging object this misses.
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.StagedKey
+	}
+	_ = a.store.Blobs.Delete(ctx, keys)
+}
+
+// decodeJSON reads a bounded JSON body into v, answering 400/413 itself.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err := dec.Decode(v); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": maxJSONBody})
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "malformed JSON body")
+		return false
+	}
+	return true
+}
+
+func (a *API) newID() uuid.UUID {
+	if a.NewID != nil {
+		return a.NewID()
+	}
+	return uuid.New()
 }

@@ -55,7 +55,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, body)
 		return
 	}
-	a.stage(w, r, ws, items)
+	a.stage(w, r, ws, items, nil)
 }
 
 // readFiles reads the parts named "files" that carry a file name, in
@@ -135,13 +135,19 @@ func partFilename(p *multipart.Part) (string, bool) {
 }
 
 // stage writes the rows and their activity rows in one transaction and
-// answers the success body, files in request order.
-func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem) {
+// answers the success body, files in request order. It reports whether
+// the rows committed.
+func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) bool {
 	ctx := r.Context()
-	recs, err := a.putWithActivity(ctx, ws, items)
+	recs, err := a.putWithActivity(ctx, ws, items, claim)
+	if errors.Is(err, pendinguploads.ErrNotFound) && len(claim) > 0 {
+		// Another commit of the same upload won the race.
+		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": claim[0].String()})
+		return false
+	}
 	if err != nil {
 		a.storageFailure(w, r, "stage", err, "workspace_id", ws, "files", len(items))
-		return
+		return false
 	}
 	out := make([]stagedFile, len(recs))
 	var total int64
@@ -157,16 +163,24 @@ func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items 
 	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
 	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
 	writeJSON(w, http.StatusOK, map[string]any{"files": out})
+	return true
 }
 
 // putWithActivity commits the rows and one activity row per file
 // together, or nothing; objects written for a failed batch are discarded.
-func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pendinguploads.PutItem) ([]pendinguploads.Record, error) {
+// With claim, the same transaction consumes those presigned uploads, so
+// each commits at most once.
+func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) ([]pendinguploads.Record, error) {
 	tx, err := a.db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", wrapUnavailable(err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if len(claim) > 0 {
+		if err := pendinguploads.ClaimPresignedTx(ctx, tx, ws, claim); err != nil {
+			return nil, err
+		}
+	}
 	recs, err := a.store.PutBatchTx(ctx, tx, ws, items)
 	if err != nil {
 		return nil, err

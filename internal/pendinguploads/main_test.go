@@ -2,6 +2,8 @@ package pendinguploads_test
 
 import (
 	"context"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +16,12 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	s3test.Stop()
+	pgtest.Stop()
+	os.Exit(code)
+}
 
 // statementCounter counts the statements a pool sends, by a substring.
 type statementCounter struct{ stmts atomic.Pointer[[]string] }

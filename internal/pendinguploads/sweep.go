@@ -46,6 +46,12 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	}
 	n, err = s.sweepPass(ctx, sweepExpired, 0)
 	res.Expired = n
+	if err != nil {
+		return res, err
+	}
+	// Expired presigns are bookkeeping: not counted; their staging
+	// objects go by the bucket's lifecycle rule.
+	_, err = s.sweepPresigned(ctx)
 	return res, err
 }
 
