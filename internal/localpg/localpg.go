@@ -205,7 +205,11 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	cmd.Dir = c.opts.Dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("localpg: initdb: %w: %s", err, strings.TrimSpace(string(out)))
+		hint := ""
+		if c.cred != nil && errors.Is(err, os.ErrPermission) {
+			hint = fmt.Sprintf(" (the %q user must be able to reach %s: is a parent folder private?)", User, c.opts.Dir)
+		}
+		return fmt.Errorf("localpg: initdb: %w%s: %s", err, hint, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

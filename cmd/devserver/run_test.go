@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server and read
+// from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestMakeRunPrintedCurlWorks starts the dev server as `make run` does on
+// a fresh clone (no DATABASE_URL: it starts its own Postgres), runs the
+// curl line it prints, and then lists, fetches and acks the staged file
+// with the workspace token it prints.
+func TestMakeRunPrintedCurlWorks(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not on PATH")
+	}
+	local := t.TempDir()
+	// As root the cluster runs as "postgres", which must be able to reach
+	// it: t.TempDir's parent is private to root.
+	if err := os.Chmod(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LOCAL_DIR": local, "PORT": "0", "HOST": "127.0.0.1"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	ready := make(chan string, 1)
+	exit := make(chan int, 1)
+	go func() { exit <- run(ctx, func(k string) string { return env[k] }, &stdout, &stderr, ready) }()
+	select {
+	case <-ready:
+	case code := <-exit:
+		t.Fatalf("dev server exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("dev server not ready:\n%s", stderr.String())
+	}
+	banner := stdout.String()
+
+	curlLine := regexp.MustCompile(`(?m)^\s+(curl -sS -F files=@README.md .*)$`).FindStringSubmatch(banner)
+	wsToken := regexp.MustCompile(`workspace token\s+(\S+)`).FindStringSubmatch(banner)
+	listURL := regexp.MustCompile(`(http://\S+/pending-uploads)\n`).FindStringSubmatch(banner)
+	if curlLine == nil || wsToken == nil || listURL == nil {
+		t.Fatalf("banner lacks the curl line, token or URL:\n%s", banner)
+	}
+	dir := t.TempDir()
+	content := []byte("# a README\nstaged by the printed curl line\n")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", curlLine[1])
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("printed curl line failed: %v\n%s", err, out)
+	}
+	var staged struct {
+		Files []struct {
+			FileID string `json:"file_id"`
+			Name   string `json:"name"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(out, &staged); err != nil || len(staged.Files) != 1 || staged.Files[0].Name != "README.md" {
+		t.Fatalf("curl answer: %s (%v)", out, err)
+	}
+	id := staged.Files[0].FileID
+
+	call := func(method, url string) (int, []byte) {
+		req, _ := http.NewRequest(method, url, nil)
+		req.Header.Set("Authorization", "Bearer "+wsToken[1])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, b := call("GET", listURL[1]); code != 200 || !strings.Contains(string(b), id) {
+		t.Fatalf("list: %d %s", code, b)
+	}
+	if code, b := call("GET", listURL[1]+"/"+id+"/content"); code != 200 || !bytes.Equal(b, content) {
+		t.Fatalf("content: %d %q", code, b)
+	}
+	if code, b := call("POST", listURL[1]+"/"+id+"/ack"); code != 200 || !strings.Contains(string(b), `"acked":true`) {
+		t.Fatalf("ack: %d %s", code, b)
+	}
+	if strings.Contains(stderr.String(), wsToken[1]) {
+		t.Fatal("the workspace token appears in the log")
+	}
+
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit status %d on Ctrl-C:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("dev server did not stop")
+	}
+}
