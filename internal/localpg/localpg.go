@@ -72,7 +72,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		c.cred = cred
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+	// Parents stay searchable (the cluster may run as another user);
+	// the cluster's own folder is private.
+	if err := os.MkdirAll(filepath.Dir(opts.Dir), 0o755); err != nil {
+		return nil, fmt.Errorf("localpg: %w", err)
+	}
+	if err := os.Mkdir(opts.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("localpg: %w", err)
 	}
 	if err := c.chown(opts.Dir); err != nil {
