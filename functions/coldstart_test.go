@@ -1,0 +1,149 @@
+package functions_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/cfn"
+
+	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+)
+
+// BenchmarkColdStart measures each function's cold start as a client sees
+// it: every iteration starts a fresh process under the Runtime API and
+// invokes it once with its sample event (a real database behind), and the
+// time from process start to its first answer is reported as
+// first-response-ms (lambdatest's FirstResponseLatency), with init-ms (to
+// its first invocation/next, Lambda's Init Duration). functions/hello, a
+// bare aws-lambda-go echo built the same way, is the baseline.
+//
+// It also reports the size of the bootstrap in bytes: host-bytes for the
+// binary it runs (the host's architecture), arm64-bytes for the one
+// lambda.mk ships (GOARCH=arm64, same flags):
+//
+//	go test ./functions -run '^$' -bench ColdStart -benchtime 20x
+func BenchmarkColdStart(b *testing.B) {
+	for _, fn := range []string{"hello", "upload", "presign", "list", "content", "ack", "sweep", "migrate"} {
+		b.Run(fn, func(b *testing.B) {
+			bin := lambdatest.Build(b, fn)
+			var env []string
+			var event []byte
+			switch fn {
+			case "hello":
+				event = []byte(`{"hello":"world"}`)
+			case "sweep":
+				env = []string{"DATABASE_URL=" + pgtest.MustURL(b)}
+				event = readEvent(b, fn)
+			case "migrate":
+				// A Create on a migrated database: connect, take the
+				// lock, find no change, answer the ResponseURL.
+				env = []string{"DATABASE_URL=" + pgtest.MustURL(b)}
+				url, puts := cfnServer(b)
+				go func() {
+					for range puts {
+					}
+				}()
+				event = migrateEvent(b, url, cfn.RequestCreate)
+			default:
+				env = dbEnv(pgtest.MustURL(b))
+				event = readEvent(b, fn)
+			}
+
+			var first, init time.Duration
+			b.ResetTimer()
+			for range b.N {
+				rt := lambdatest.Start(b, bin, env)
+				ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+				res, err := rt.Invoke(ctx, event)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Err != nil {
+					b.Fatalf("function error: %v", res.Err)
+				}
+				first += rt.FirstResponseLatency()
+				init += rt.InitDuration()
+				b.StopTimer()
+				rt.Stop()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "first-response-ms")
+			b.ReportMetric(float64(init.Microseconds())/1e3/float64(b.N), "init-ms")
+			b.StopTimer()
+			b.ReportMetric(fileSize(b, bin), "host-bytes")
+			b.ReportMetric(fileSize(b, arm64Bootstrap(b, fn)), "arm64-bytes")
+		})
+	}
+}
+
+func fileSize(tb testing.TB, path string) float64 {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return float64(fi.Size())
+}
+
+// arm64Builds caches arm64Bootstrap's binaries for the test binary's life.
+var arm64Builds struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+// arm64Bootstrap builds ./functions/<fn> exactly as lambda.mk's
+// LAMBDA_BUILD does (CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags
+// lambda.norpc -trimpath -ldflags='-s -w') and returns the binary's path.
+// The binary is only measured, never run.
+func arm64Bootstrap(tb testing.TB, fn string) string {
+	tb.Helper()
+	arm64Builds.Lock()
+	defer arm64Builds.Unlock()
+	if p, ok := arm64Builds.paths[fn]; ok {
+		return p
+	}
+	if arm64Builds.dir == "" {
+		dir, err := os.MkdirTemp("", "functions-arm64-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		arm64Builds.dir = dir
+		arm64Builds.paths = make(map[string]string)
+	}
+	root, err := lambdatest.ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := filepath.Join(arm64Builds.dir, fn, "bootstrap")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	}
+	cmd := exec.Command(gobin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+fn)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build %s for arm64: %v\n%s", fn, err, b)
+	}
+	arm64Builds.paths[fn] = out
+	return out
+}
+
+// removeARM64Builds removes what arm64Bootstrap built; TestMain calls it.
+func removeARM64Builds() {
+	arm64Builds.Lock()
+	defer arm64Builds.Unlock()
+	if arm64Builds.dir != "" {
+		os.RemoveAll(arm64Builds.dir)
+		arm64Builds.dir = ""
+	}
+}
