@@ -51,15 +51,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req presignRequest
-	if !decodeJSON(w, r, &req) {
-		return
-	}
-	switch {
-	case len(req.Files) == 0:
-		writeError(w, http.StatusBadRequest, "no files field in request")
-		return
-	case len(req.Files) > MaxFiles:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("too many files (limit %d)", MaxFiles))
+	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	items := make([]pendinguploads.Presigned, len(req.Files))
@@ -117,15 +109,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		return
 	}
 	var req commitRequest
-	if !decodeJSON(w, r, &req) {
-		return
-	}
-	switch {
-	case len(req.Files) == 0:
-		writeError(w, http.StatusBadRequest, "no files field in request")
-		return
-	case len(req.Files) > MaxFiles:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("too many files (limit %d)", MaxFiles))
+	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	ids := make([]uuid.UUID, len(req.Files))
@@ -192,6 +176,20 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		keys[i] = it.StagedKey
 	}
 	_ = a.store.Blobs.Delete(ctx, keys)
+}
+
+// fileCount answers 400 itself unless a JSON request names 1 to MaxFiles
+// files, with the messages of the multipart form.
+func fileCount(w http.ResponseWriter, n int) bool {
+	switch {
+	case n == 0:
+		writeError(w, http.StatusBadRequest, "no files field in request")
+		return false
+	case n > MaxFiles:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("too many files (limit %d)", MaxFiles))
+		return false
+	}
+	return true
 }
 
 // decodeJSON reads a bounded JSON body into v, answering 400/413 itself.
