@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -44,17 +45,7 @@ type stagedAnswer struct {
 
 func apiReq(t *testing.T, method, url, token, ctype string, body io.Reader) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	return do(t, req)
+	return do(t, newRequest(t, method, url, token, ctype, body))
 }
 
 // putObject sends data to a presigned URL with exactly the headers the
@@ -214,7 +205,7 @@ func TestCommitRefusals(t *testing.T) {
 		if body["error"] != "upload not received" {
 			t.Fatalf("got %v", body)
 		}
-		if n := countTable(t, srv, "pending_uploads") + countTable(t, srv, "activity_logs"); n != 0 {
+		if n := sqlCount(t, srv, "SELECT count(*) FROM pending_uploads") + sqlCount(t, srv, "SELECT count(*) FROM activity_logs"); n != 0 {
 			t.Fatalf("rows stored: %d", n)
 		}
 	}
@@ -299,12 +290,23 @@ func TestInlineOrBucketByInlineMax(t *testing.T) {
 	}
 }
 
-func countTable(t *testing.T, srv *apptest.Server, table string) int {
+func do(t *testing.T, req *http.Request) *http.Response {
 	t.Helper()
-	var n int
-	if err := srv.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return resp
 }
 
+func decode(t *testing.T, resp *http.Response, status int, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("status: got %d, want %d: %s", resp.StatusCode, status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}

@@ -51,7 +51,13 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	items, status, body := a.readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit)
 	if status != 0 {
-		a.refuse(r, fmt.Sprint(body["error"]), ws)
+		var attrs []any
+		for _, k := range []string{"filename", "size", "max"} {
+			if v, ok := body[k]; ok {
+				attrs = append(attrs, k, v)
+			}
+		}
+		a.refuse(r, fmt.Sprint(body["error"]), ws, attrs...)
 		writeJSON(w, status, body)
 		return
 	}

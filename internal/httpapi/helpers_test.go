@@ -1,0 +1,374 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/apptest"
+)
+
+// Messages of API.md.
+const (
+	msgMissing    = "missing workspace auth token"
+	msgInvalid    = "invalid workspace auth token"
+	msgBadWS      = "invalid workspace ID"
+	msgBadFile    = "invalid file_id"
+	msgMalformed  = "malformed multipart body"
+	msgNoFiles    = "no files field in request"
+	msgTooMany    = "too many files (limit 64)"
+	msgEmpty      = "empty file"
+	msgFileCap    = "file exceeds per-file cap"
+	msgBodyCap    = "request body too large"
+	msgGone       = "pending upload not found, expired, or already acked"
+	msgNotYours   = "pending upload not found"
+	msgStorage    = "storage error"
+	msgPresignOff = "presigned uploads are not enabled"
+)
+
+const maxFileBytes = 26214400
+
+// result is a response, read in full.
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func TestMain(m *testing.M) { apptest.Main(m) }
+
+func uploadsURL(srv *apptest.Server, ws string) string {
+	return srv.URL + "/workspaces/" + ws + "/chat/uploads"
+}
+
+func presignURL(srv *apptest.Server, ws string) string {
+	return srv.URL + "/workspaces/" + ws + "/chat/uploads/presign"
+}
+
+func listURL(srv *apptest.Server, ws string) string {
+	return srv.URL + "/workspaces/" + ws + "/pending-uploads"
+}
+
+func contentURL(srv *apptest.Server, ws, id string) string {
+	return srv.URL + "/workspaces/" + ws + "/pending-uploads/" + id + "/content"
+}
+
+func ackURL(srv *apptest.Server, ws, id string) string {
+	return srv.URL + "/workspaces/" + ws + "/pending-uploads/" + id + "/ack"
+}
+
+// newRequest builds a request with "Authorization: Bearer token" (none
+// when token is "") and Content-Type ctype (none when "").
+func newRequest(t *testing.T, method, u, token, ctype string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	return req
+}
+
+// send does req and reads the whole response, failing after 30 s.
+func send(t *testing.T, req *http.Request) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(req.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
+	}
+	return result{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func get(t *testing.T, u, token string) result {
+	t.Helper()
+	return send(t, newRequest(t, "GET", u, token, "", nil))
+}
+
+func post(t *testing.T, u, token, ctype string, body []byte) result {
+	t.Helper()
+	return send(t, newRequest(t, "POST", u, token, ctype, bytes.NewReader(body)))
+}
+
+// rawRequest writes head (request line and headers, without the blank
+// line) and body on a fresh connection, half-closes it when closeWrite,
+// and reads the response: for bodies no well-behaved client sends.
+func rawRequest(t *testing.T, srv *apptest.Server, head string, body []byte, closeWrite bool) result {
+	t.Helper()
+	u, _ := url.Parse(srv.URL)
+	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, strings.ReplaceAll(head, "\n", "\r\n")+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if closeWrite {
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("raw request: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("raw request: read body: %v", err)
+	}
+	return result{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// jsonObject decodes an object body, numbers as json.Number.
+func jsonObject(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("decode %q: %v", b, err)
+	}
+	return m
+}
+
+// keys returns the sorted keys of m.
+func keys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// wantStatus fails the test unless res has status.
+func wantStatus(t *testing.T, res result, status int) {
+	t.Helper()
+	if res.status != status {
+		t.Fatalf("status: got %d, want %d (body %.300q)", res.status, status, res.body)
+	}
+}
+
+// wantError checks that res is exactly the JSON error {"error": msg} plus
+// extra fields, with status and Content-Type: application/json.
+func wantError(t *testing.T, res result, status int, msg string, extra map[string]any) {
+	t.Helper()
+	wantStatus(t, res, status)
+	if got := res.header.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type: got %q, want %q", got, "application/json")
+	}
+	body := jsonObject(t, res.body)
+	want := map[string]any{"error": msg}
+	for k, v := range extra {
+		want[k] = v
+	}
+	if got, w := keys(body), keys(want); !slices.Equal(got, w) {
+		t.Errorf("error body fields: got %v, want %v (body %s)", got, w, res.body)
+	}
+	for k, v := range want {
+		if got := fmt.Sprint(body[k]); got != fmt.Sprint(v) {
+			t.Errorf("error body %q: got %v, want %v", k, got, v)
+		}
+	}
+}
+
+// part is one part of a multipart body.
+type part struct {
+	field    string // form name; "files" when ""
+	filename string // the raw filename parameter
+	text     bool   // a text value: no filename parameter at all
+	ctype    string // the part's Content-Type; no header when ""
+	content  []byte
+	// disposition, when set, is the whole Content-Disposition header,
+	// in place of one built from field and filename.
+	disposition string
+}
+
+func file(name, ctype, content string) part {
+	return part{filename: name, ctype: ctype, content: []byte(content)}
+}
+
+// quote escapes s for a quoted-string parameter.
+func quote(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// form encodes parts as multipart/form-data, writing each filename as
+// given (no base name taken, no sanitizing) and returns the body and the
+// request's Content-Type.
+func form(t *testing.T, parts ...part) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		field := p.field
+		if field == "" {
+			field = "files"
+		}
+		h := textproto.MIMEHeader{}
+		cd := fmt.Sprintf(`form-data; name="%s"`, quote(field))
+		if !p.text {
+			cd += fmt.Sprintf(`; filename="%s"`, quote(p.filename))
+		}
+		if p.disposition != "" {
+			cd = p.disposition
+		}
+		h.Set("Content-Disposition", cd)
+		if p.ctype != "" {
+			h.Set("Content-Type", p.ctype)
+		}
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(p.content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+// stagedFile is one file of upload's success body.
+type stagedFile struct {
+	FileID   string `json:"file_id"`
+	URI      string `json:"uri"`
+	Name     string `json:"name"`
+	MimeType string `json:"mimeType"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+}
+
+// uploadParts uploads parts to ws with token and returns the staged files,
+// failing unless the answer is 200.
+func uploadParts(t *testing.T, srv *apptest.Server, ws, token string, parts ...part) []stagedFile {
+	t.Helper()
+	body, ctype := form(t, parts...)
+	res := post(t, uploadsURL(srv, ws), token, ctype, body)
+	wantStatus(t, res, http.StatusOK)
+	var out struct {
+		Files []stagedFile `json:"files"`
+	}
+	if err := json.Unmarshal(res.body, &out); err != nil {
+		t.Fatalf("decode %s: %v", res.body, err)
+	}
+	if len(out.Files) != len(parts) {
+		t.Fatalf("files: got %d, want %d", len(out.Files), len(parts))
+	}
+	return out.Files
+}
+
+// stage uploads one file with the admin token and returns it.
+func stage(t *testing.T, srv *apptest.Server, ws uuid.UUID, name, ctype, content string) stagedFile {
+	t.Helper()
+	return uploadParts(t, srv, ws.String(), srv.AdminToken, file(name, ctype, content))[0]
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// sqlCount runs a count(*) query.
+func sqlCount(t *testing.T, srv *apptest.Server, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := srv.Pool.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// sqlExec runs a statement.
+func sqlExec(t *testing.T, srv *apptest.Server, q string, args ...any) {
+	t.Helper()
+	if _, err := srv.Pool.Exec(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// rowCounts returns how many pending_uploads and activity_logs rows ws has.
+func rowCounts(t *testing.T, srv *apptest.Server, ws uuid.UUID) (uploads, activity int) {
+	t.Helper()
+	return sqlCount(t, srv, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws),
+		sqlCount(t, srv, `SELECT count(*) FROM activity_logs WHERE workspace_id = $1`, ws)
+}
+
+// wantNothingStored fails unless ws has no row in either table.
+func wantNothingStored(t *testing.T, srv *apptest.Server, ws uuid.UUID) {
+	t.Helper()
+	if u, a := rowCounts(t, srv, ws); u != 0 || a != 0 {
+		t.Errorf("rows stored (pending_uploads, activity_logs): got (%d, %d), want (0, 0)", u, a)
+	}
+}
+
+// timestamps returns fetched_at and acked_at of a row.
+func timestamps(t *testing.T, srv *apptest.Server, id string) (fetched, acked *time.Time) {
+	t.Helper()
+	err := srv.Pool.QueryRow(context.Background(),
+		`SELECT fetched_at, acked_at FROM pending_uploads WHERE file_id = $1`, id).Scan(&fetched, &acked)
+	if err != nil {
+		t.Fatalf("timestamps of %s: %v", id, err)
+	}
+	return fetched, acked
+}
+
+// expire moves a row's expires_at into the past.
+func expire(t *testing.T, srv *apptest.Server, id string) {
+	t.Helper()
+	sqlExec(t, srv, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = $1`, id)
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
