@@ -1,0 +1,476 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/apptest"
+)
+
+func TestMain(m *testing.M) { apptest.Main(m) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustClient(t *testing.T, base, token string) *client.Client {
+	t.Helper()
+	c, err := client.New(base, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Retry = client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}
+	return c
+}
+
+// randomBytes returns n bytes of a seeded generator: fixtures made, not stored.
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func hexSum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func TestUploadListDownloadAck(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := ctxT(t)
+	a, b := randomBytes(1000, 1), []byte("hello\n")
+	staged, err := admin.Upload(ctx, ws, []client.UploadFile{
+		client.BytesFile("a b.bin", "application/x-thing", a),
+		client.BytesFile(`we"ird\name.txt`, "text/plain", b),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(staged) != 2 || staged[0].Name != "a_b.bin" || staged[1].Name != "we_ird_name.txt" ||
+		staged[0].SHA256 != hexSum(a) || staged[1].Size != int64(len(b)) {
+		t.Fatalf("staged: got %+v", staged)
+	}
+	files, err := wsc.List(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("list: got %+v", files)
+	}
+	// One request's files share created_at: the list orders them by ID.
+	if files[0].FileID != staged[0].FileID {
+		files[0], files[1] = files[1], files[0]
+	}
+	if files[0].FileID != staged[0].FileID || files[0].MimeType != "application/x-thing" {
+		t.Fatalf("list: got %+v", files)
+	}
+	for i, want := range [][]byte{a, b} {
+		var buf bytes.Buffer
+		if _, err := wsc.Download(ctx, ws, files[i], &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("download %d: bytes differ", i)
+		}
+		ct, err := wsc.Fetch(ctx, ws, files[i].FileID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct.Body.Close()
+		if ct.Digest == nil || ct.Filename != files[i].Name {
+			t.Fatalf("fetch: got digest %x, filename %q", ct.Digest, ct.Filename)
+		}
+		r, err := wsc.Ack(ctx, ws, files[i].FileID)
+		if err != nil || !r.Acked {
+			t.Fatalf("ack: got %+v, %v", r, err)
+		}
+		if _, err := wsc.Ack(ctx, ws, files[i].FileID); err != nil {
+			t.Fatalf("re-ack: got %v, want success", err)
+		}
+	}
+	files, err = wsc.List(ctx, ws)
+	if err != nil || len(files) != 0 {
+		t.Fatalf("list after ack: got %v, %v; want empty", files, err)
+	}
+}
+
+func TestListAllPages(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	c := mustClient(t, srv.URL, srv.AdminToken)
+	ctx := ctxT(t)
+	var files []client.UploadFile
+	for i := range 130 {
+		files = append(files, client.BytesFile(fmt.Sprintf("f%03d.txt", i), "text/plain", []byte{byte(i)}))
+	}
+	staged, err := c.Upload(ctx, ws, files) // 64 files a request at most: 3 requests
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(staged) != 130 {
+		t.Fatalf("staged: got %d, want 130", len(staged))
+	}
+	got, err := c.List(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, f := range got {
+		seen[f.FileID] = true
+	}
+	if len(got) != 130 || len(seen) != 130 {
+		t.Fatalf("list: got %d files, %d distinct; want 130", len(got), len(seen))
+	}
+	p, err := c.ListPage(ctx, ws, 7, "")
+	if err != nil || len(p.Uploads) != 7 || p.NextCursor == "" {
+		t.Fatalf("page: got %d uploads, cursor %q, %v", len(p.Uploads), p.NextCursor, err)
+	}
+}
+
+func TestUploadSizeRules(t *testing.T) {
+	t.Run("LearnsRequestCapFrom413", func(t *testing.T) {
+		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "1048576"}})
+		ws := uuid.New()
+		c := mustClient(t, srv.URL, srv.AdminToken)
+		files := []client.UploadFile{
+			client.BytesFile("a.bin", "", randomBytes(600<<10, 1)),
+			client.BytesFile("b.bin", "", randomBytes(600<<10, 2)),
+			client.BytesFile("c.bin", "", randomBytes(600<<10, 3)),
+		}
+		staged, err := c.Upload(ctxT(t), ws, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(staged) != 3 || staged[0].Name != "a.bin" || staged[2].Name != "c.bin" {
+			t.Fatalf("got %+v", staged)
+		}
+	})
+	t.Run("ErrTooLargeWithoutPresign", func(t *testing.T) {
+		srv := apptest.NewServer(t, apptest.Options{})
+		ws := uuid.New()
+		c := mustClient(t, srv.URL, srv.AdminToken)
+		c.MaxRequestBytes = 64 << 20 // believe a raised cap: the 413 corrects it
+		staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", randomBytes(5<<20, 4))})
+		if !errors.Is(err, client.ErrTooLarge) || len(staged) != 0 {
+			t.Fatalf("got %v, %v; want ErrTooLarge", staged, err)
+		}
+		if !strings.Contains(err.Error(), "4.0 MiB") || !strings.Contains(err.Error(), "no presigned uploads") {
+			t.Fatalf("message: got %q", err)
+		}
+		if files, _ := c.List(ctxT(t), ws); len(files) != 0 {
+			t.Fatalf("list: got %d files, want none", len(files))
+		}
+	})
+	t.Run("MultipartWhenCapRaised", func(t *testing.T) {
+		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}})
+		ws := uuid.New()
+		c := mustClient(t, srv.URL, srv.AdminToken)
+		big := randomBytes(20<<20, 5)
+		staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", big)})
+		if err != nil || len(staged) != 1 || staged[0].SHA256 != hexSum(big) {
+			t.Fatalf("got %+v, %v", staged, err)
+		}
+	})
+	t.Run("RefusedBeforeSending", func(t *testing.T) {
+		c := mustClient(t, "http://127.0.0.1:1", "tok")
+		for _, f := range []client.UploadFile{client.BytesFile("empty", "", nil), {Name: "huge", Size: client.MaxFileBytes + 1, Open: func() (io.ReadCloser, error) { return nil, nil }}} {
+			if _, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{f}); err == nil || client.IsUnavailable(err) {
+				t.Fatalf("%s: got %v, want a refusal without a request", f.Name, err)
+			}
+		}
+	})
+}
+
+// TestUploadPresignedS3 needs the server's presign route (API.md form B).
+func TestUploadPresignedS3(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{S3: true})
+	ws := uuid.New()
+	c := mustClient(t, srv.URL, srv.AdminToken)
+	big := randomBytes(6<<20, 6)
+	staged, err := c.UploadPresigned(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "application/octet-stream", big)})
+	if err != nil {
+		t.Fatalf("presigned upload: %v", err)
+	}
+	if len(staged) != 1 || staged[0].SHA256 != hexSum(big) || staged[0].Size != int64(len(big)) {
+		t.Fatalf("got %+v", staged)
+	}
+	var buf bytes.Buffer
+	f := client.File{FileID: staged[0].FileID, Size: staged[0].Size, SHA256: staged[0].SHA256}
+	if _, err := c.Download(ctxT(t), ws, f, &buf); err != nil || !bytes.Equal(buf.Bytes(), big) {
+		t.Fatalf("download: %v", err)
+	}
+}
+
+func TestPresignNotOffered(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	c := mustClient(t, srv.URL, srv.AdminToken)
+	_, err := c.Presign(ctxT(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
+	if !errors.Is(err, client.ErrPresignNotOffered) {
+		t.Fatalf("got %v, want ErrPresignNotOffered", err)
+	}
+}
+
+// TestFetchRedirectS3: a file above MAX_RESPONSE_BYTES held in the bucket
+// is served by a 307 to moto; the client follows it and verifies the bytes.
+func TestFetchRedirectS3(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}})
+	ws := uuid.New()
+	c := mustClient(t, srv.URL, srv.AdminToken)
+	ctx := ctxT(t)
+	big := randomBytes(5<<20, 7)
+	if _, err := c.Upload(ctx, ws, []client.UploadFile{client.BytesFile("big.bin", "", big)}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := c.List(ctx, ws)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("list: %v, %v", files, err)
+	}
+	ct, err := c.Fetch(ctx, ws, files[0].FileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.Body.Close()
+	if !ct.Redirected {
+		t.Fatalf("fetch: not redirected; want a 307 to the bucket")
+	}
+	var buf bytes.Buffer
+	if _, err := c.Download(ctx, ws, files[0], &buf); err != nil || !bytes.Equal(buf.Bytes(), big) {
+		t.Fatalf("download: %v", err)
+	}
+}
+
+// TestRedirectDropsAuthorization uses stand-ins for the API and the bucket
+// to see the headers the bucket receives.
+func TestRedirectDropsAuthorization(t *testing.T) {
+	var bucketAuth atomic.Value
+	bucket := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bucketAuth.Store(r.Header.Get("Authorization") + "|")
+		w.Write([]byte("bytes"))
+	}))
+	defer bucket.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer secret-token" {
+			w.WriteHeader(401)
+			return
+		}
+		http.Redirect(w, r, bucket.URL+"/obj?X-Amz-Signature=abc", http.StatusTemporaryRedirect)
+	}))
+	defer api.Close()
+	c := mustClient(t, api.URL, "secret-token")
+	ct, err := c.Fetch(ctxT(t), uuid.New(), uuid.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(ct.Body)
+	ct.Body.Close()
+	if string(body) != "bytes" || !ct.Redirected {
+		t.Fatalf("got %q, redirected %v", body, ct.Redirected)
+	}
+	if got := bucketAuth.Load(); got != "|" {
+		t.Fatalf("bucket saw Authorization %q, want none", got)
+	}
+}
+
+func TestTypedErrors(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws, other := uuid.New(), uuid.New()
+	tok := srv.WorkspaceToken(t, other)
+	c := mustClient(t, srv.URL, tok)
+	ctx := ctxT(t)
+	t.Run("Unauthorized", func(t *testing.T) {
+		_, err := c.List(ctx, ws)
+		var ae *client.APIError
+		if !client.IsUnauthorized(err) || !errors.As(err, &ae) || ae.Message != "invalid workspace auth token" {
+			t.Fatalf("got %v, want 401 invalid workspace auth token", err)
+		}
+		if strings.Contains(err.Error(), tok) {
+			t.Fatalf("error carries the token: %q", err)
+		}
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		_, err := c.Ack(ctx, other, uuid.New())
+		if !client.IsNotFound(err) {
+			t.Fatalf("got %v, want 404", err)
+		}
+		_, err = c.Fetch(ctx, other, uuid.New())
+		if !client.IsNotFound(err) {
+			t.Fatalf("got %v, want 404", err)
+		}
+	})
+	t.Run("Fields", func(t *testing.T) {
+		admin := mustClient(t, srv.URL, srv.AdminToken)
+		_, err := admin.UploadMultipart(ctx, ws, []client.UploadFile{client.BytesFile("x.bin", "", nil)})
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != 400 || ae.Message != "empty file" || ae.Fields["filename"] != "x.bin" {
+			t.Fatalf("got %#v", err)
+		}
+	})
+}
+
+func TestRetries(t *testing.T) {
+	var calls atomic.Int32
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.Method == "POST" || n < 3 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(503)
+			w.Write([]byte(`{"error":"storage unavailable, retry shortly","code":"unavailable"}`))
+			return
+		}
+		w.Write([]byte(`{"uploads":[]}`))
+	}))
+	defer flaky.Close()
+	t.Run("ListRetriedOn503", func(t *testing.T) {
+		calls.Store(0)
+		c := mustClient(t, flaky.URL, "tok")
+		files, err := c.List(ctxT(t), uuid.New())
+		if err != nil || len(files) != 0 || calls.Load() != 3 {
+			t.Fatalf("got %v, %v after %d calls; want success after 3", files, err, calls.Load())
+		}
+	})
+	t.Run("UploadNotRetried", func(t *testing.T) {
+		calls.Store(0)
+		c := mustClient(t, flaky.URL, "tok")
+		_, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
+		var ae *client.APIError
+		if !client.IsUnavailable(err) || !errors.As(err, &ae) || ae.Code != "unavailable" || calls.Load() != 1 {
+			t.Fatalf("got %v after %d calls; want one 503", err, calls.Load())
+		}
+	})
+	t.Run("AckRetriedThenGivesUp", func(t *testing.T) {
+		calls.Store(0)
+		c := mustClient(t, flaky.URL, "tok")
+		_, err := c.Ack(ctxT(t), uuid.New(), uuid.New())
+		if !client.IsUnavailable(err) || calls.Load() != 3 {
+			t.Fatalf("got %v after %d calls; want 3 tries", err, calls.Load())
+		}
+	})
+	t.Run("ContextBoundsBackoff", func(t *testing.T) {
+		calls.Store(0)
+		c := mustClient(t, flaky.URL, "tok")
+		c.Retry = client.RetryPolicy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Ack(ctx, uuid.New(), uuid.New())
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+			t.Fatalf("got %v after %v", err, time.Since(start))
+		}
+	})
+	t.Run("ConnectionRefused", func(t *testing.T) {
+		dead := httptest.NewServer(http.NotFoundHandler())
+		u := dead.URL
+		dead.Close()
+		c := mustClient(t, u, "tok")
+		_, err := c.List(ctxT(t), uuid.New())
+		var te *client.TransportError
+		if !errors.As(err, &te) || !client.IsUnavailable(err) {
+			t.Fatalf("got %v, want a TransportError", err)
+		}
+	})
+}
+
+// tamperProxy serves srv through a proxy that changes content answers:
+// flip flips the body's first byte; digest replaces Content-Digest.
+func tamperProxy(t *testing.T, target string, flip bool, digest string) string {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != 200 {
+			return nil
+		}
+		if digest != "" {
+			resp.Header.Set("Content-Digest", digest)
+		}
+		if flip {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			b[0] ^= 0xff
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(rp)
+	t.Cleanup(ps.Close)
+	return ps.URL
+}
+
+func TestDownloadIntegrity(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	ctx := ctxT(t)
+	data := randomBytes(5000, 8)
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("d.bin", "", data)}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := admin.List(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, proxy := range map[string]string{
+		"FlippedByte":   tamperProxy(t, srv.URL, true, ""),
+		"AlteredHeader": tamperProxy(t, srv.URL, false, "sha-256=:"+strings.Repeat("A", 43)+"=:"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := mustClient(t, proxy, srv.AdminToken)
+			_, err := c.Download(ctx, ws, files[0], io.Discard)
+			if !errors.Is(err, client.ErrIntegrity) {
+				t.Fatalf("got %v, want ErrIntegrity", err)
+			}
+		})
+	}
+	t.Run("WrongListSize", func(t *testing.T) {
+		f := files[0]
+		f.Size++
+		if _, err := admin.Download(ctx, ws, f, io.Discard); !errors.Is(err, client.ErrIntegrity) {
+			t.Fatalf("got %v, want ErrIntegrity", err)
+		}
+	})
+}
+
+func TestParseContentDigest(t *testing.T) {
+	sum := sha256.Sum256([]byte("x"))
+	good := "sha-256=:" + "LXHg1J9tA1ibhcqqIuxmb1V2QWgelHvkn+MPn2VWMnM=" + ":"
+	_ = sum
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{good, true},
+		{"sha-512=:AAAA:, " + good, true},
+		{"sha-256=AAAA", false},
+		{"sha-256=:AAAA:", false},
+		{"md5=:AAAA:", false},
+	} {
+		_, err := client.ParseContentDigest(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: got %v, want ok=%v", tc.in, err, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// APIError is a 4xx or 5xx answer of the API (or of the bucket, for a
+// presigned request). Message is the body's "error" (or, for a body that
+// is not the API's JSON, the status text and the start of the body), Code
+// its "code" ("unavailable" on a 503), and Fields every other field of the
+// body ("filename", "size", "max", "upload_id", …).
+type APIError struct {
+	Status  int
+	Message string
+	Code    string
+	Fields  map[string]any
+	// Op names the call that failed ("list", "upload", "content", …).
+	Op string
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	fmt.Fprintf(&b, "%d %s", e.Status, e.Message)
+	for _, k := range []string{"filename", "upload_id", "size", "max"} {
+		if v, ok := e.Fields[k]; ok {
+			fmt.Fprintf(&b, " (%s %v)", k, v)
+		}
+	}
+	return b.String()
+}
+
+// Int returns the numeric field k of the body ("max", "size") and whether
+// it is there.
+func (e *APIError) Int(k string) (int64, bool) {
+	switch v := e.Fields[k].(type) {
+	case float64:
+		return int64(v), true
+	case json.Number:
+		n, err := v.Int64()
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// TransportError is a request that got no answer: a refused or reset
+// connection, a DNS failure, a timeout. It is retried where retrying is
+// safe.
+type TransportError struct {
+	Op  string
+	Err error
+}
+
+func (e *TransportError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// Errors the client returns for answers that are not an APIError.
+var (
+	// ErrPresignNotOffered is returned by Presign when the server answers
+	// 404: it has no bucket, so large files cannot take form B.
+	ErrPresignNotOffered = errors.New("presigned uploads are not offered by this server")
+	// ErrTooLarge is returned by Upload for a file that fits neither the
+	// server's request cap nor a presigned upload.
+	ErrTooLarge = errors.New("file too large for this server")
+	// ErrIntegrity is matched by every *IntegrityError.
+	ErrIntegrity = errors.New("downloaded bytes do not match")
+)
+
+// IntegrityError is a download whose size or SHA-256 differs from what the
+// list or the Content-Digest header promised. Nothing of it must be kept.
+type IntegrityError struct {
+	FileID string
+	// What is "size" or "sha256" or "content-digest".
+	What      string
+	Want, Got string
+}
+
+func (e *IntegrityError) Error() string {
+	return fmt.Sprintf("file %s: %s mismatch: want %s, got %s", e.FileID, e.What, e.Want, e.Got)
+}
+
+// Is makes errors.Is(err, ErrIntegrity) true.
+func (e *IntegrityError) Is(target error) bool { return target == ErrIntegrity }
+
+// IsNotFound reports whether err is a 404: an upload absent, expired,
+// acked, or of another workspace (the API never answers 403).
+func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
+
+// IsUnauthorized reports whether err is a 401: no token, an unknown or
+// revoked one, or a token of another workspace.
+func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthorized) }
+
+// IsUnavailable reports whether err says "retry later": a 503 (the API's
+// code "unavailable"), a 429, a gateway's 502/504, or no answer at all.
+// The client has already retried such errors where that was safe.
+func IsUnavailable(err error) bool { return retryable(err) }
+
+// IsTooLarge reports whether err is a 413, or ErrTooLarge.
+func IsTooLarge(err error) bool {
+	return errors.Is(err, ErrTooLarge) || hasStatus(err, http.StatusRequestEntityTooLarge)
+}
+
+func hasStatus(err error, status int) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == status
+}
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// readAPIError turns a 4xx/5xx answer into an *APIError and closes the body.
+func readAPIError(resp *http.Response, op string) error {
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &APIError{Status: resp.StatusCode, Op: op}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) == nil {
+		if m, ok := body["error"].(string); ok {
+			e.Message = m
+			delete(body, "error")
+			if c, ok := body["code"].(string); ok {
+				e.Code = c
+				delete(body, "code")
+			}
+			if len(body) > 0 {
+				e.Fields = body
+			}
+			return e
+		}
+	}
+	e.Message = http.StatusText(resp.StatusCode)
+	if s := strings.TrimSpace(string(raw)); s != "" {
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		e.Message += ": " + strings.Join(strings.Fields(s), " ")
+	}
+	return e
+}

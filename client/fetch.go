@@ -1,0 +1,178 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Content is the answer of Fetch. Close Body when done.
+type Content struct {
+	Body io.ReadCloser
+	// Size is the Content-Length, -1 when unknown.
+	Size        int64
+	ContentType string
+	// Filename is the name from Content-Disposition ("" when absent). It
+	// is the server's sanitized name; sanitize again before using it on
+	// disk.
+	Filename string
+	// Digest is the SHA-256 of the Content-Digest header (RFC 9530), nil
+	// when the answer has none (a redirect to the bucket may not).
+	Digest []byte
+	// Redirected says the bytes came from the bucket, through a 307.
+	Redirected bool
+}
+
+// Fetch opens the bytes of fileID. A 307 is followed to its Location
+// without the Authorization header (the bucket's URL is presigned; the
+// token must never reach it); an https API is never followed to plain
+// http. Getting the answer is retried per Retry; reading Body is not:
+// fetch again after a failed read. Fetch does not verify the bytes: use
+// Download, or check Size and Digest yourself.
+func (c *Client) Fetch(ctx context.Context, ws, fileID uuid.UUID) (*Content, error) {
+	op := "content " + fileID.String()
+	api := c.endpoint(nil, "workspaces", ws.String(), "pending-uploads", fileID.String(), "content")
+	resp, err := c.send(ctx, request{method: "GET", url: api, auth: true, retry: true, op: op})
+	if err != nil {
+		return nil, err
+	}
+	redirected := false
+	if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusFound ||
+		resp.StatusCode == http.StatusSeeOther || resp.StatusCode == http.StatusPermanentRedirect {
+		loc := resp.Header.Get("Location")
+		resp.Body.Close()
+		target, err := c.redirectTarget(api, loc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		resp, err = c.send(ctx, request{method: "GET", url: target, auth: false, retry: true, op: op + " (bucket)"})
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: the bucket answered %s, want 200", op, resp.Status)
+		}
+		redirected = true
+	} else if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: unexpected status %s", op, resp.Status)
+	}
+	ct := &Content{Body: resp.Body, Size: resp.ContentLength, ContentType: resp.Header.Get("Content-Type"), Redirected: redirected}
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
+		ct.Filename = params["filename"]
+	}
+	if d := resp.Header.Get("Content-Digest"); d != "" {
+		sum, err := ParseContentDigest(d)
+		if err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		ct.Digest = sum
+	}
+	return ct, nil
+}
+
+func (c *Client) redirectTarget(from, loc string) (string, error) {
+	if loc == "" {
+		return "", errors.New("redirect without Location")
+	}
+	base, _ := url.Parse(from)
+	u, err := base.Parse(loc)
+	if err != nil {
+		return "", errors.New("redirect to an unparsable Location")
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return "", fmt.Errorf("redirect to scheme %q refused", u.Scheme)
+	}
+	if base.Scheme == "https" && u.Scheme != "https" {
+		return "", errors.New("redirect from https to http refused")
+	}
+	return u.String(), nil
+}
+
+// ParseContentDigest returns the SHA-256 of a Content-Digest header value
+// (RFC 9530: a dictionary such as `sha-256=:<base64>:`, possibly listing
+// other algorithms too). A header without sha-256 is an error: the client
+// cannot check it.
+func ParseContentDigest(v string) ([]byte, error) {
+	for _, item := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || strings.ToLower(strings.TrimSpace(k)) != "sha-256" {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
+			return nil, fmt.Errorf("Content-Digest: malformed sha-256 value")
+		}
+		sum, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("Content-Digest: malformed sha-256 value")
+		}
+		return sum, nil
+	}
+	return nil, fmt.Errorf("Content-Digest: no sha-256 value")
+}
+
+// Download fetches f into w and verifies it while it streams: exactly
+// f.Size bytes, whose SHA-256 matches f.SHA256 (the list's) and the
+// Content-Digest header, each where given. On a mismatch it returns an
+// *IntegrityError (errors.Is ErrIntegrity) after the bytes went to w:
+// write to a temporary place and discard it on any error. A row staged
+// before the server kept digests (f.SHA256 "" and no Content-Digest) is
+// checked by size only.
+func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer) (int64, error) {
+	var want []byte
+	if f.SHA256 != "" {
+		b, err := hex.DecodeString(f.SHA256)
+		if err != nil || len(b) != sha256.Size {
+			return 0, &IntegrityError{FileID: f.FileID.String(), What: "sha256", Want: "a hex SHA-256 in the list", Got: f.SHA256}
+		}
+		want = b
+	}
+	ct, err := c.Fetch(ctx, ws, f.FileID)
+	if err != nil {
+		return 0, err
+	}
+	defer ct.Body.Close()
+	id := f.FileID.String()
+	if ct.Size >= 0 && ct.Size != f.Size {
+		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprintf("%d (Content-Length)", ct.Size)}
+	}
+	if want != nil && ct.Digest != nil && !bytes.Equal(want, ct.Digest) {
+		return 0, &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(want), Got: hex.EncodeToString(ct.Digest)}
+	}
+	h := sha256.New()
+	// Read one byte past the promised size, to see a body that is too long.
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, f.Size+1))
+	if err != nil {
+		return n, fmt.Errorf("content %s: read: %w", id, err)
+	}
+	if n != f.Size {
+		return n, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprint(n)}
+	}
+	return n, checkSum(id, h, want, ct.Digest)
+}
+
+func checkSum(id string, h hash.Hash, list, header []byte) error {
+	got := h.Sum(nil)
+	if list != nil && !bytes.Equal(got, list) {
+		return &IntegrityError{FileID: id, What: "sha256", Want: hex.EncodeToString(list), Got: hex.EncodeToString(got)}
+	}
+	if header != nil && !bytes.Equal(got, header) {
+		return &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(header), Got: hex.EncodeToString(got)}
+	}
+	return nil
+}

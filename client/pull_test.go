@@ -1,0 +1,265 @@
+package client_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/apptest"
+)
+
+// userFiles returns the files of dir, the state folder left out.
+func userFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == client.StateDirName {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := e.Info()
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+func stateEntries(t *testing.T, dir string) []string {
+	ents, _ := os.ReadDir(filepath.Join(dir, client.StateDirName))
+	var out []string
+	for _, e := range ents {
+		if e.Name() != "lock" {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPullDeliversAndAcks(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "same.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	one, two, three := []byte("one"), []byte("two"), randomBytes(70000, 9)
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{
+		client.BytesFile("same.txt", "", one), client.BytesFile("same.txt", "", two),
+		client.BytesFile("../../etc/x y.bin", "", three),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Delivered) != 3 || res.Pending != 3 {
+		t.Fatalf("got %+v", res)
+	}
+	for _, d := range res.Delivered {
+		if !d.Acked {
+			t.Errorf("%s: not acked", d.Path)
+		}
+	}
+	got := userFiles(t, dir)
+	if len(got) != 4 || string(got["same.txt"]) != "mine" || !bytes.Equal(got["x_y.bin"], three) {
+		t.Fatalf("files: got %d: %v", len(got), keys(got))
+	}
+	if !(string(got["same-1.txt"]) == "one" && string(got["same-2.txt"]) == "two" ||
+		string(got["same-1.txt"]) == "two" && string(got["same-2.txt"]) == "one") {
+		t.Fatalf("same-1/same-2: got %q, %q", got["same-1.txt"], got["same-2.txt"])
+	}
+	if st := stateEntries(t, dir); len(st) != 0 {
+		t.Fatalf("state left: %v", st)
+	}
+	res, err = client.NewPuller(wsc, ws, dir).Pull(ctx)
+	if err != nil || len(res.Delivered) != 0 || res.Pending != 0 {
+		t.Fatalf("second pull: got %+v, %v; want nothing", res, err)
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestPullStoppedBeforeAck: a pull that stops after writing and before
+// acking (BeforeAck standing in for a crash) is finished by the next one:
+// exactly one copy, acked.
+func TestPullStoppedBeforeAck(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	data := randomBytes(3000, 10)
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("a.bin", "", data)}); err != nil {
+		t.Fatal(err)
+	}
+	crash := errors.New("crash")
+	p := client.NewPuller(wsc, ws, dir)
+	p.BeforeAck = func(client.Delivery) error { return crash }
+	if _, err := p.Pull(ctx); !errors.Is(err, crash) {
+		t.Fatalf("got %v, want the stand-in crash", err)
+	}
+	if files, _ := wsc.List(ctx, ws); len(files) != 1 {
+		t.Fatalf("after the crash: %d pending, want 1 (unacked)", len(files))
+	}
+	if got := userFiles(t, dir); !bytes.Equal(got["a.bin"], data) || len(got) != 1 {
+		t.Fatalf("after the crash: got %v", keys(got))
+	}
+	res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+	if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Recovered || !res.Delivered[0].Acked {
+		t.Fatalf("second pull: got %+v, %v", res, err)
+	}
+	if got := userFiles(t, dir); len(got) != 1 {
+		t.Fatalf("copies: got %v, want one", keys(got))
+	}
+	if files, _ := wsc.List(ctx, ws); len(files) != 0 {
+		t.Fatalf("pending after recovery: %d, want 0", len(files))
+	}
+}
+
+// TestPullRecoveryStates builds the states a crash can leave between the
+// record and the removal of the .part, and checks each is finished with
+// one copy.
+func TestPullRecoveryStates(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name  string
+		setup func(dir, part, final string)
+		want  map[string]string
+	}{
+		{"BeforeLink", func(dir, part, final string) {}, map[string]string{"r.txt": "data"}},
+		{"LinkedNotCleaned", func(dir, part, final string) { must(t, os.Link(part, final)) }, map[string]string{"r.txt": "data"}},
+		{"NameTakenMeanwhile", func(dir, part, final string) { must(t, os.WriteFile(final, []byte("other"), 0o600)) },
+			map[string]string{"r.txt": "other", "r-1.txt": "data"}},
+		{"PlacedNotAcked", func(dir, part, final string) { must(t, os.Rename(part, final)) }, map[string]string{"r.txt": "data"}},
+		{"PartWithoutRecord", nil, map[string]string{"r.txt": "data"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := uuid.New()
+			wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+			staged, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("r.txt", "", []byte("data"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			state := filepath.Join(dir, client.StateDirName)
+			must(t, os.Mkdir(state, 0o700))
+			id := staged[0].FileID.String()
+			part := filepath.Join(state, id+".part")
+			must(t, os.WriteFile(part, []byte("data"), 0o600))
+			if tc.setup != nil {
+				rec := `{"file_id":"` + id + `","name":"r.txt","final":"r.txt","size":4}`
+				must(t, os.WriteFile(filepath.Join(state, id+".record"), []byte(rec), 0o600))
+				tc.setup(dir, part, filepath.Join(dir, "r.txt"))
+			} else {
+				must(t, os.WriteFile(part, []byte("dat"), 0o600)) // a download cut short
+			}
+			res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+			if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Acked {
+				t.Fatalf("pull: got %+v, %v", res, err)
+			}
+			got := userFiles(t, dir)
+			if len(got) != len(tc.want) {
+				t.Fatalf("files: got %v, want %v", keys(got), tc.want)
+			}
+			for k, v := range tc.want {
+				if string(got[k]) != v {
+					t.Fatalf("%s: got %q, want %q", k, got[k], v)
+				}
+			}
+			if st := stateEntries(t, dir); len(st) != 0 {
+				t.Fatalf("state left: %v", st)
+			}
+			if files, _ := wsc.List(ctx, ws); len(files) != 0 {
+				t.Fatalf("pending: %d, want 0", len(files))
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPullRefusesTamperedBytes(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	tok := srv.WorkspaceToken(t, ws)
+	ctx := ctxT(t)
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("t.bin", "", randomBytes(4000, 11))}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := mustClient(t, tamperProxy(t, srv.URL, true, ""), tok)
+	res, err := client.NewPuller(c, ws, dir).Pull(ctx)
+	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 {
+		t.Fatalf("got %+v, %v; want one integrity error", res, err)
+	}
+	if got := userFiles(t, dir); len(got) != 0 {
+		t.Fatalf("files: got %v, want none", keys(got))
+	}
+	if st := stateEntries(t, dir); len(st) != 0 {
+		t.Fatalf("state left: %v", st)
+	}
+	if files, _ := admin.List(ctx, ws); len(files) != 1 {
+		t.Fatalf("pending: %d, want 1 (not acked)", len(files))
+	}
+}
+
+func TestPullLocked(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	dir := t.TempDir()
+	inner := make(chan error, 1)
+	p := client.NewPuller(wsc, ws, dir)
+	// Hold the lock from a first pull while a second one tries.
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	if _, err := admin.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("l.txt", "", []byte("x"))}); err != nil {
+		t.Fatal(err)
+	}
+	p.BeforeAck = func(client.Delivery) error {
+		_, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t))
+		inner <- err
+		return nil
+	}
+	if _, err := p.Pull(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-inner; !errors.Is(err, client.ErrLocked) {
+		t.Fatalf("second pull: got %v, want ErrLocked", err)
+	}
+}

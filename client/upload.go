@@ -1,0 +1,533 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// UploadFile is one file to stage.
+type UploadFile struct {
+	// Name is the file's name; the server sanitizes it.
+	Name string
+	// MimeType is sent as the file's Content-Type ("": application/octet-stream).
+	MimeType string
+	// Size is the exact number of bytes Open yields.
+	Size int64
+	// Open returns the bytes. It may be called more than once (a request
+	// the server refused before storing anything is sent again, a
+	// presigned PUT is retried); each reader is closed.
+	Open func() (io.ReadCloser, error)
+}
+
+// FileFromPath describes the regular file at path: its base name, its
+// size, and a MIME type guessed from the extension.
+func FileFromPath(path string) (UploadFile, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return UploadFile{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return UploadFile{}, fmt.Errorf("%s: not a regular file", path)
+	}
+	mt := mime.TypeByExtension(filepath.Ext(path))
+	return UploadFile{
+		Name:     filepath.Base(path),
+		MimeType: mt,
+		Size:     fi.Size(),
+		Open:     func() (io.ReadCloser, error) { return os.Open(path) },
+	}, nil
+}
+
+// BytesFile is an UploadFile of b.
+func BytesFile(name, mimeType string, b []byte) UploadFile {
+	return UploadFile{Name: name, MimeType: mimeType, Size: int64(len(b)),
+		Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }}
+}
+
+// StagedFile is one file of an upload's success answer.
+type StagedFile struct {
+	FileID   uuid.UUID `json:"file_id"`
+	URI      string    `json:"uri"`
+	Name     string    `json:"name"`
+	MimeType string    `json:"mimeType"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+}
+
+type stagedBody struct {
+	Files []StagedFile `json:"files"`
+}
+
+// Upload stages files for ws and returns them, in the order given.
+//
+// Files that fit the request cap (MaxRequestBytes until a 413 from the
+// server names the real one) go as multipart/form-data, packed into as few
+// requests as the cap and the 64-file limit allow. Larger files go through
+// presign, a PUT straight to the bucket, and a JSON commit. When the
+// server does not offer presign (404), a large file is sent as multipart
+// on its own, which works where the server's cap was raised; if it still
+// does not fit, the error wraps ErrTooLarge. Empty files and files over
+// MaxFileBytes are refused before anything is sent.
+//
+// Each request is atomic on the server, but several requests are not: on
+// an error, the files staged by earlier requests are returned with it.
+// Upload and commit requests are not retried (see RetryPolicy).
+func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
+	for _, f := range files {
+		if f.Open == nil {
+			return nil, fmt.Errorf("upload %s: no Open", f.Name)
+		}
+		if f.Size <= 0 {
+			return nil, fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
+		}
+		if f.Size > MaxFileBytes {
+			return nil, fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(MaxFileBytes))
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("upload: no files")
+	}
+	out := make([]*StagedFile, len(files))
+	collect := func() []StagedFile {
+		var s []StagedFile
+		for _, f := range out {
+			if f != nil {
+				s = append(s, *f)
+			}
+		}
+		return s
+	}
+	pending := make([]int, len(files))
+	for i := range files {
+		pending[i] = i
+	}
+	presignOff := false
+	for len(pending) > 0 {
+		limit := c.maxRequest()
+		var small, large []int
+		for _, i := range pending {
+			if multipartLen(files[i:i+1]) <= limit {
+				small = append(small, i)
+			} else {
+				large = append(large, i)
+			}
+		}
+		pending = nil
+		relearn := false
+		for _, batch := range packBatches(files, small, limit) {
+			if relearn {
+				pending = append(pending, batch...)
+				continue
+			}
+			staged, err := c.UploadMultipart(ctx, ws, pick(files, batch))
+			if err != nil {
+				if c.learnCap(err, limit) {
+					relearn = true
+					pending = append(pending, batch...)
+					continue
+				}
+				return collect(), err
+			}
+			for k, i := range batch {
+				out[i] = &staged[k]
+			}
+		}
+		if relearn {
+			pending = append(pending, large...)
+			continue
+		}
+		if len(large) == 0 {
+			break
+		}
+		if !presignOff {
+			for start := 0; start < len(large); start += MaxFilesPerRequest {
+				batch := large[start:min(start+MaxFilesPerRequest, len(large))]
+				staged, err := c.UploadPresigned(ctx, ws, pick(files, batch))
+				if errors.Is(err, ErrPresignNotOffered) {
+					presignOff = true
+					pending = append(pending, large[start:]...)
+					break
+				}
+				if err != nil {
+					return collect(), err
+				}
+				for k, i := range batch {
+					out[i] = &staged[k]
+				}
+			}
+			continue
+		}
+		// No presign: each large file alone, as multipart, in case the
+		// server's cap is larger than the client believes.
+		for _, i := range large {
+			staged, err := c.UploadMultipart(ctx, ws, files[i:i+1])
+			if err != nil {
+				if IsTooLarge(err) {
+					c.learnCap(err, limit)
+					return collect(), fmt.Errorf("upload %s: %w: %s does not fit the server's request cap (%s) and the server offers no presigned uploads (no bucket configured): %w",
+						files[i].Name, ErrTooLarge, HumanBytes(files[i].Size), HumanBytes(c.maxRequest()), err)
+				}
+				return collect(), err
+			}
+			out[i] = &staged[0]
+		}
+	}
+	return collect(), nil
+}
+
+// learnCap takes the request cap from a 413 "request body too large"
+// answer. It reports whether the cap is now lower than was assumed, so
+// that sending again, repacked, can succeed (a 413 stores nothing).
+func (c *Client) learnCap(err error, assumed int64) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || ae.Message != "request body too large" {
+		return false
+	}
+	m, ok := ae.Int("max")
+	if !ok || m <= 0 {
+		return false
+	}
+	c.learned.Store(m)
+	return m < assumed
+}
+
+func pick(files []UploadFile, idx []int) []UploadFile {
+	out := make([]UploadFile, len(idx))
+	for k, i := range idx {
+		out[k] = files[i]
+	}
+	return out
+}
+
+// packBatches groups the files idx (each fits alone) into requests under
+// limit bytes and MaxFilesPerRequest files, in order.
+func packBatches(files []UploadFile, idx []int, limit int64) [][]int {
+	var out [][]int
+	var cur []int
+	for _, i := range idx {
+		next := append(append([]int(nil), cur...), i)
+		if len(cur) > 0 && (len(next) > MaxFilesPerRequest || multipartLen(pick(files, next)) > limit) {
+			out = append(out, cur)
+			next = []int{i}
+		}
+		cur = next
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// multipartBody lays out a multipart/form-data body of files without
+// reading them: the part headers between the files' bytes.
+type multipartBody struct {
+	contentType string
+	heads       [][]byte // heads[i] precedes file i; heads[len(files)] closes
+	size        int64
+}
+
+func layoutMultipart(files []UploadFile) multipartBody {
+	var buf bytes.Buffer
+	// A random boundary for each body (a file cannot break it on purpose);
+	// its length is fixed, so sizes computed for packing hold.
+	mw := multipart.NewWriter(&buf)
+	mb := multipartBody{contentType: mw.FormDataContentType()}
+	for _, f := range files {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="files"; filename="`+quoteName(f.Name)+`"`)
+		mt := f.MimeType
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		h.Set("Content-Type", strings.Map(dropControl, mt))
+		_, _ = mw.CreatePart(h)
+		mb.heads = append(mb.heads, bytes.Clone(buf.Bytes()))
+		mb.size += int64(buf.Len()) + f.Size
+		buf.Reset()
+	}
+	_ = mw.Close()
+	mb.heads = append(mb.heads, bytes.Clone(buf.Bytes()))
+	mb.size += int64(buf.Len())
+	return mb
+}
+
+func multipartLen(files []UploadFile) int64 { return layoutMultipart(files).size }
+
+func dropControl(r rune) rune {
+	if r < 0x20 || r == 0x7f {
+		return '_'
+	}
+	return r
+}
+
+// quoteName escapes a file name for a quoted-string; control characters
+// (CR/LF would end the header) become '_', as the server's sanitizer
+// would make them anyway.
+func quoteName(s string) string {
+	s = strings.Map(dropControl, s)
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// UploadMultipart stages files for ws in one multipart/form-data request:
+// all or nothing. It does not split, fall back, or retry; see Upload.
+func (c *Client) UploadMultipart(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
+	mb := layoutMultipart(files)
+	body := func() (io.ReadCloser, error) {
+		var rs []io.Reader
+		var opened []*lazyFile
+		for i, f := range files {
+			lf := &lazyFile{f: f}
+			opened = append(opened, lf)
+			rs = append(rs, bytes.NewReader(mb.heads[i]), lf)
+		}
+		rs = append(rs, bytes.NewReader(mb.heads[len(files)]))
+		return &multiCloser{Reader: io.MultiReader(rs...), files: opened}, nil
+	}
+	resp, err := c.send(ctx, request{
+		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads"),
+		body: body, size: mb.size, contentType: mb.contentType, auth: true, op: "upload",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return readStaged(resp, "upload", len(files))
+}
+
+func readStaged(resp *http.Response, op string, n int) ([]StagedFile, error) {
+	var sb stagedBody
+	if err := decodeJSON(resp, op, &sb); err != nil {
+		return nil, err
+	}
+	if len(sb.Files) != n {
+		return nil, fmt.Errorf("%s: the server answered %d files for %d sent", op, len(sb.Files), n)
+	}
+	return sb.Files, nil
+}
+
+// lazyFile opens an UploadFile on first read, yields exactly Size bytes
+// (an error if the file is shorter or longer now), and closes it at the end.
+type lazyFile struct {
+	f    UploadFile
+	rc   io.ReadCloser
+	n    int64
+	done bool
+}
+
+func (l *lazyFile) Read(p []byte) (int, error) {
+	if l.done {
+		return 0, io.EOF
+	}
+	if l.rc == nil {
+		rc, err := l.f.Open()
+		if err != nil {
+			return 0, fmt.Errorf("open %s: %w", l.f.Name, err)
+		}
+		l.rc = rc
+	}
+	if l.n == l.f.Size {
+		var one [1]byte
+		if k, _ := io.ReadFull(l.rc, one[:]); k > 0 {
+			return 0, fmt.Errorf("%s: grew while being sent (want %d bytes)", l.f.Name, l.f.Size)
+		}
+		l.done = true
+		l.rc.Close()
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.f.Size-l.n {
+		p = p[:l.f.Size-l.n]
+	}
+	k, err := l.rc.Read(p)
+	l.n += int64(k)
+	if err == io.EOF {
+		if l.n < l.f.Size {
+			return k, fmt.Errorf("%s: shrank while being sent (%d of %d bytes)", l.f.Name, l.n, l.f.Size)
+		}
+		err = nil
+	}
+	return k, err
+}
+
+func (l *lazyFile) Close() error {
+	if l.rc != nil && !l.done {
+		l.done = true
+		return l.rc.Close()
+	}
+	return nil
+}
+
+type multiCloser struct {
+	io.Reader
+	files []*lazyFile
+}
+
+func (m *multiCloser) Close() error {
+	for _, f := range m.files {
+		f.Close()
+	}
+	return nil
+}
+
+// PresignedUpload is one presigned request of the presign answer: send
+// the file's bytes with Method to URL with exactly Headers, and no
+// Authorization.
+type PresignedUpload struct {
+	UploadID  uuid.UUID         `json:"upload_id"`
+	Method    string            `json:"method"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	ExpiresAt time.Time         `json:"expires_at"`
+}
+
+type presignFile struct {
+	Name     string `json:"name"`
+	Size     int64  `json:"size"`
+	MimeType string `json:"mimeType"`
+}
+
+// Presign asks for presigned uploads of files (1 to 64), in order. A 404
+// (the server has no bucket) returns an error wrapping
+// ErrPresignNotOffered. It is retried per Retry: nothing is visible to the
+// workspace until Commit.
+func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]PresignedUpload, error) {
+	req := struct {
+		Files []presignFile `json:"files"`
+	}{}
+	for _, f := range files {
+		req.Files = append(req.Files, presignFile{Name: f.Name, Size: f.Size, MimeType: f.MimeType})
+	}
+	body, size, err := jsonBody(req)
+	if err != nil {
+		return nil, fmt.Errorf("presign: %w", err)
+	}
+	resp, err := c.send(ctx, request{
+		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads", "presign"),
+		body: body, size: size, contentType: "application/json", auth: true, retry: true, op: "presign",
+	})
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, fmt.Errorf("%w (%w)", ErrPresignNotOffered, err)
+		}
+		return nil, err
+	}
+	var pb struct {
+		Uploads []PresignedUpload `json:"uploads"`
+	}
+	if err := decodeJSON(resp, "presign", &pb); err != nil {
+		return nil, err
+	}
+	if len(pb.Uploads) != len(files) {
+		return nil, fmt.Errorf("presign: the server answered %d uploads for %d files", len(pb.Uploads), len(files))
+	}
+	return pb.Uploads, nil
+}
+
+// PutPresigned sends f's bytes to the bucket as p says: p's method and
+// URL, exactly p's headers, no Authorization. It is retried per Retry (the
+// same bytes to the same key).
+func (c *Client) PutPresigned(ctx context.Context, p PresignedUpload, f UploadFile) error {
+	method := p.Method
+	if method == "" {
+		method = http.MethodPut
+	}
+	u, err := c.redirectTarget(c.baseURL.String(), p.URL)
+	if err != nil {
+		return fmt.Errorf("put %s: presigned URL: %w", f.Name, err)
+	}
+	if v, ok := headerValue(p.Headers, "Content-Length"); ok && v != fmt.Sprint(f.Size) {
+		return fmt.Errorf("put %s: presigned for %s bytes, the file has %d", f.Name, v, f.Size)
+	}
+	body := func() (io.ReadCloser, error) { return &lazyFile{f: f}, nil }
+	resp, err := c.send(ctx, request{
+		method: method, url: u, body: body, size: f.Size, header: p.Headers,
+		auth: false, retry: true, op: "put " + f.Name,
+	})
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("put %s: the bucket answered %s", f.Name, resp.Status)
+	}
+	return nil
+}
+
+// Commit stages the presigned uploads ids, all or nothing (form B of the
+// upload route). An object that did not arrive is a 409 *APIError with
+// the field "upload_id". It is not retried.
+func (c *Client) Commit(ctx context.Context, ws uuid.UUID, ids []uuid.UUID) ([]StagedFile, error) {
+	type item struct {
+		UploadID uuid.UUID `json:"upload_id"`
+	}
+	req := struct {
+		Files []item `json:"files"`
+	}{}
+	for _, id := range ids {
+		req.Files = append(req.Files, item{id})
+	}
+	body, size, err := jsonBody(req)
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	resp, err := c.send(ctx, request{
+		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads"),
+		body: body, size: size, contentType: "application/json", auth: true, op: "commit",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return readStaged(resp, "commit", len(ids))
+}
+
+// UploadPresigned stages files (1 to 64) through presign, a PUT of each
+// to the bucket, and one commit: all or nothing. It returns an error
+// wrapping ErrPresignNotOffered when the server has no bucket.
+func (c *Client) UploadPresigned(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
+	ups, err := c.Presign(ctx, ws, files)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(ups))
+	for i, p := range ups {
+		if err := c.PutPresigned(ctx, p, files[i]); err != nil {
+			return nil, err
+		}
+		ids[i] = p.UploadID
+	}
+	return c.Commit(ctx, ws, ids)
+}
+
+// HumanBytes formats n as B, KiB, MiB or GiB.
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func headerValue(h map[string]string, name string) (string, bool) {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/client"
+)
+
+const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDINGUPLOADS_API)
+  --token-file FILE  read the token from FILE
+  --token TOKEN      the token (default: $PENDINGUPLOADS_TOKEN; prefer the
+                     variable or --token-file: flags show in the process list)
+  --timeout D        give up after D (default 10m)
+  --json             print JSON for scripts instead of text
+  -q, --quiet        no progress bars (they only show on a terminal anyway)
+`
+
+const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...
+
+Stage one or more files for workspace W, as the platform's canvas does. The
+workspace sees them in 'pendingctl ls' and downloads them with 'pull'.
+
+Files up to the server's request cap (4 MiB by default) go in one multipart
+request; larger ones (up to 25 MiB each) go straight to the bucket through a
+presigned PUT when the server has one. Each request is all or nothing; a
+file that fits neither path is refused with a clear message.
+
+Flags:
+  --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
+  --mime TYPE        the MIME type of every file (default: from the extension)
+` + apiFlagsUsage + `
+Output: one line per file: its file_id, size and the name the server kept;
+with --json, {"files":[{"file_id","uri","name","mimeType","size","sha256"}]}.
+
+Exit codes: 0 all staged, 1 failure (files listed before the error were
+staged), 2 usage error.
+
+Example:
+  pendingctl upload --workspace 6f1c2d3e-0000-4000-8000-000000000001 report.pdf photo.jpg
+`
+
+const lsUsage = `Usage: pendingctl ls --workspace W [flags]
+
+List workspace W's pending files (staged, not yet acked, not expired),
+oldest first, all pages.
+
+Flags:
+  --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
+` + apiFlagsUsage + `
+Output: FILE_ID, SIZE, CREATED, FETCHED (yes once downloaded) and NAME; with
+--json, {"uploads":[{"file_id","uri","name","mimeType","size","sha256",
+"created_at","expires_at","fetched_at"}]}.
+
+Exit codes: 0 files listed, 3 nothing pending, 1 failure, 2 usage error.
+`
+
+const pullUsage = `Usage: pendingctl pull --workspace W --dir D [--once | --interval 5s] [flags]
+
+Download workspace W's pending files into folder D, verify each (its size
+and SHA-256 must match the list and the Content-Digest header), and ack it
+so that it is not offered again. With --once (the default) pull once and
+exit; with --interval, pull again every interval until interrupted (Ctrl-C).
+
+Files land in D with mode 0600 under their (sanitized) name; a name already
+taken gets -1, -2, … before the extension: nothing is overwritten. A file
+whose bytes do not match is an error: it is not written and not acked.
+
+Crash safety: D/.pendinguploads holds partial downloads and delivery
+records. A pull stopped at any point (killed, power cut) loses nothing, and
+the next pull finishes its work: a file written but not acked is acked, not
+downloaded again. Do not delete D/.pendinguploads while a pull runs or
+after one failed; one pull at a time per folder (a second one is refused).
+
+Flags:
+  --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
+  --dir D            the folder to deliver into (created 0700 if missing)
+  --once             pull once, then exit (the default)
+  --interval D       pull every D (such as 5s or 1m) until interrupted
+` + apiFlagsUsage + `  (with --interval, --timeout bounds each round)
+
+Output: one line per file delivered ("delivered PATH (SIZE)"); with --json,
+one JSON object per round: {"pending","delivered":[{"file_id","name",
+"path","size","sha256","recovered","acked"}],"errors":[{"file_id","name",
+"error"}]}.
+
+Exit codes: 0 files delivered (or --interval stopped by a signal), 3 nothing
+was pending (--once), 1 a file failed (the others were still delivered),
+2 usage error.
+
+Example:
+  pendingctl pull --workspace 6f1c2d3e-0000-4000-8000-000000000001 --dir ~/inbox --interval 5s
+`
+
+func runUpload(ctx context.Context, e env, args []string) error {
+	fs := newFlags("upload")
+	var af apiFlags
+	af.register(fs)
+	mimeType := fs.String("mime", "", "")
+	paths, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	c, ws, err := af.client(e)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usagef("no FILE given")
+	}
+	var files []client.UploadFile
+	for _, p := range paths {
+		f, err := client.FileFromPath(p)
+		if err != nil {
+			return err
+		}
+		if *mimeType != "" {
+			f.MimeType = *mimeType
+		}
+		if af.showBars(e) && f.Size >= progressMin {
+			open, name, size := f.Open, f.Name, f.Size
+			f.Open = func() (io.ReadCloser, error) {
+				rc, err := open()
+				if err != nil {
+					return nil, err
+				}
+				return &countingReader{ReadCloser: rc, bar: newBar(e.stderr, "↑ "+name, size)}, nil
+			}
+		}
+		files = append(files, f)
+	}
+	ctx, cancel := context.WithTimeout(ctx, af.timeout)
+	defer cancel()
+	staged, err := c.Upload(ctx, ws, files)
+	if af.json {
+		if staged == nil {
+			staged = []client.StagedFile{}
+		}
+		if werr := writeJSON(e.stdout, map[string]any{"files": staged}); werr != nil && err == nil {
+			err = werr
+		}
+	} else {
+		for _, s := range staged {
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, client.HumanBytes(s.Size), s.Name)
+		}
+	}
+	return err
+}
+
+func runLs(ctx context.Context, e env, args []string) error {
+	fs := newFlags("ls")
+	var af apiFlags
+	af.register(fs)
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	c, ws, err := af.client(e)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, af.timeout)
+	defer cancel()
+	files, err := c.List(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if af.json {
+		if err := writeJSON(e.stdout, map[string]any{"uploads": files}); err != nil {
+			return err
+		}
+	} else if len(files) == 0 {
+		fmt.Fprintln(e.stderr, "no pending uploads")
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE_ID\tSIZE\tCREATED\tFETCHED\tNAME")
+		for _, f := range files {
+			fetched := "no"
+			if f.FetchedAt != nil {
+				fetched = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, client.HumanBytes(f.Size),
+				f.CreatedAt.Local().Format("2006-01-02 15:04:05"), fetched, f.Name)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(files) == 0 {
+		return errNothing
+	}
+	return nil
+}
+
+// crashHookEnv, set to 1, makes pull exit with code crashExitCode right
+// after a file is durably written and before its ack: the tests' stand-in
+// for a crash.
+const (
+	crashHookEnv  = "PENDINGCTL_TEST_CRASH_BEFORE_ACK"
+	crashExitCode = 70
+)
+
+func runPull(ctx context.Context, e env, args []string) error {
+	fs := newFlags("pull")
+	var af apiFlags
+	af.register(fs)
+	dir := fs.String("dir", "", "")
+	once := fs.Bool("once", false, "")
+	interval := fs.Duration("interval", 0, "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	if *dir == "" {
+		return usagef("--dir is required")
+	}
+	if *once && *interval != 0 {
+		return usagef("--once and --interval exclude each other")
+	}
+	if *interval < 0 || (*interval > 0 && *interval < 100*time.Millisecond) {
+		return usagef("--interval must be at least 100ms")
+	}
+	c, ws, err := af.client(e)
+	if err != nil {
+		return err
+	}
+	p := client.NewPuller(c, ws, *dir)
+	if af.showBars(e) {
+		p.Progress = func(f client.File) client.Progress {
+			if f.Size < progressMin {
+				return nil
+			}
+			return newBar(e.stderr, "↓ "+f.Name, f.Size)
+		}
+	}
+	if e.getenv(crashHookEnv) == "1" {
+		p.BeforeAck = func(client.Delivery) error {
+			os.Exit(crashExitCode)
+			return nil
+		}
+	}
+	round := func() (client.PullResult, error) {
+		ctx, cancel := context.WithTimeout(ctx, af.timeout)
+		defer cancel()
+		res, err := p.Pull(ctx)
+		report(e, af.json, res, err)
+		return res, err
+	}
+	if *interval == 0 {
+		res, err := round()
+		if err != nil {
+			if len(res.Errors) > 0 {
+				return errReported
+			}
+			return err
+		}
+		if len(res.Delivered) == 0 {
+			if !af.json {
+				fmt.Fprintln(e.stderr, "nothing to pull")
+			}
+			return errNothing
+		}
+		return nil
+	}
+	t := time.NewTicker(*interval)
+	defer t.Stop()
+	for {
+		_, err := round()
+		if err != nil && ctx.Err() == nil {
+			if client.IsUnauthorized(err) || errors.Is(err, client.ErrLocked) {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "pendingctl pull: %s (will retry)\n", explain(err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// report prints one pull round.
+func report(e env, asJSON bool, res client.PullResult, err error) {
+	if asJSON {
+		type ferr struct {
+			FileID string `json:"file_id"`
+			Name   string `json:"name"`
+			Error  string `json:"error"`
+		}
+		errs := []ferr{}
+		for _, fe := range res.Errors {
+			errs = append(errs, ferr{fe.FileID.String(), fe.Name, explain(fe.Err)})
+		}
+		if err != nil && len(res.Errors) == 0 {
+			errs = append(errs, ferr{Error: explain(err)})
+		}
+		_ = writeJSON(e.stdout, map[string]any{"pending": res.Pending, "delivered": res.Delivered, "skipped": res.Skipped, "errors": errs})
+		return
+	}
+	for _, d := range res.Delivered {
+		note := ""
+		if d.Recovered {
+			note = ", recovered from an interrupted pull"
+		}
+		if !d.Acked {
+			note += ", not acked: the upload expired meanwhile"
+		}
+		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, client.HumanBytes(d.Size), note)
+	}
+	for _, fe := range res.Errors {
+		fmt.Fprintf(e.stderr, "failed    %s (%s): %s\n", fe.Name, fe.FileID, explainFile(fe.Err))
+	}
+}
+
+func explainFile(err error) string {
+	if errors.Is(err, client.ErrIntegrity) {
+		return err.Error() + "; not written, not acked"
+	}
+	return explain(err)
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/app"
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/sweep"
+	"github.com/pendinguploads/pendinguploads/migrations"
+)
+
+const dbEnvUsage = `Environment:
+  DATABASE_URL       the Postgres URL (or DB_SECRET_ARN: a Secrets Manager
+                     secret in the RDS JSON shape)
+`
+
+const migrateUsage = `Usage: pendingctl migrate up|down|version [flags]
+
+Apply or revert the database schema (the migrations built into this binary).
+
+  up        apply every pending migration (safe to run twice, and from
+            several machines at once: it takes a lock)
+  down      revert migrations: every one, which DROPS ALL UPLOADS AND TOKENS,
+            or the last N with --steps N; needs --yes
+  version   print the applied version, and whether a migration failed half
+            way ("dirty")
+
+Flags:
+  --steps N          down: revert only the last N migrations
+  --yes              down: confirm
+  --json             version: print {"version","dirty","latest"}
+  --timeout D        give up after D (default 5m)
+
+` + dbEnvUsage + `
+Exit codes: 0 done, 1 failure, 2 usage error.
+`
+
+const tokenUsage = `Usage:
+  pendingctl token create --workspace W [--json]
+  pendingctl token list [--workspace W] [--json]
+  pendingctl token revoke --workspace W ID|PREFIX|TOKEN
+
+Manage workspace tokens: a workspace token lets its workspace (and only it)
+list, download and ack its uploads, and upload to it.
+
+  create    make a token for W and print it, once, on stdout: the database
+            keeps only its SHA-256, so it cannot be shown again. Hand it to
+            the workspace (PENDINGUPLOADS_TOKEN).
+  list      list tokens (W's, or every workspace's), newest first: ID,
+            PREFIX (the token's first characters), dates. Never the token.
+  revoke    revoke W's live tokens matching an ID or a PREFIX from 'list',
+            or the token itself.
+
+Flags:
+  --workspace W      the workspace's UUID
+  --json             print JSON (create: {"token","id","prefix",
+                     "workspace_id","created_at"}; list: an array)
+  --limit N          list: at most N tokens (default 100)
+  --timeout D        give up after D (default 1m)
+
+` + dbEnvUsage + `
+Exit codes: 0 done, 1 failure (revoke: no live token matched), 2 usage error.
+
+Example:
+  export PENDINGUPLOADS_TOKEN=$(pendingctl token create --workspace 6f1c2d3e-0000-4000-8000-000000000001)
+`
+
+const sweepUsage = `Usage: pendingctl sweep [flags]
+
+Run one sweep now, as the 5-minute schedule does: delete acked uploads older
+than the ack retention and unacked uploads past their expiry (rows and
+bucket objects), and print the counts.
+
+Flags:
+  --ack-retention D  keep acked uploads this long (default: $ACK_RETENTION, 1h)
+  --json             print {"acked":n,"expired":m}
+  --timeout D        give up after D (default 5m)
+
+` + dbEnvUsage + `  CONTENT_BUCKET     the bucket, so that its objects go too (with the
+                     usual AWS credentials; S3_ENDPOINT for a local S3)
+
+Exit codes: 0 done (even if nothing was due), 1 failure, 2 usage error.
+`
+
+// openApp builds the service's pieces from the environment, for the
+// database commands: the pool (lazily connected), the store (with its
+// bucket) and the resolved database URL.
+func openApp(ctx context.Context, e env) (*app.App, error) {
+	cfg, err := config.Load(e.getenv, config.NeedDatabase)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 2})
+}
+
+func runMigrate(ctx context.Context, e env, args []string) error {
+	fs := newFlags("migrate")
+	steps := fs.Int("steps", 0, "")
+	yes := fs.Bool("yes", false, "")
+	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 5*time.Minute, "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("want one of up, down, version")
+	}
+	op := rest[0]
+	switch op {
+	case "up", "version":
+	case "down":
+		if !*yes {
+			return usagef("down reverts the schema (without --steps: drops every upload and token); add --yes to confirm")
+		}
+		if *steps < 0 {
+			return usagef("--steps must be positive")
+		}
+	default:
+		return usagef("unknown migrate command %q: want up, down or version", op)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	a, err := openApp(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	switch op {
+	case "up":
+		if err := migrations.Up(ctx, a.DatabaseURL); err != nil {
+			return err
+		}
+	case "down":
+		if *steps > 0 {
+			err = migrations.Steps(ctx, a.DatabaseURL, -*steps)
+		} else {
+			err = migrations.Down(ctx, a.DatabaseURL)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	v, dirty, err := migrations.Version(ctx, a.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, map[string]any{"version": v, "dirty": dirty, "latest": migrations.Latest})
+	}
+	switch op {
+	case "version":
+		fmt.Fprintf(e.stdout, "%d\n", v)
+		if dirty {
+			fmt.Fprintln(e.stderr, "dirty: a migration failed half way; fix the database, then force the version")
+		}
+		if v < migrations.Latest {
+			fmt.Fprintf(e.stderr, "behind: this build's latest is %d; run 'pendingctl migrate up'\n", migrations.Latest)
+		}
+	default:
+		fmt.Fprintf(e.stdout, "schema at version %d\n", v)
+	}
+	if dirty {
+		return errors.New("the schema is dirty")
+	}
+	return nil
+}
+
+func runToken(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		return usagef("want one of create, list, revoke")
+	}
+	sub, args := args[0], args[1:]
+	if sub == "-h" || sub == "--help" || sub == "-help" || sub == "help" {
+		return flag.ErrHelp
+	}
+	fs := newFlags("token " + sub)
+	wsFlag := fs.String("workspace", "", "")
+	asJSON := fs.Bool("json", false, "")
+	limit := fs.Int("limit", 100, "")
+	timeout := fs.Duration("timeout", time.Minute, "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	var ws uuid.UUID
+	switch sub {
+	case "create", "revoke":
+		if ws, err = parseWorkspace(*wsFlag, e); err != nil {
+			return err
+		}
+	case "list":
+		if *wsFlag != "" {
+			if ws, err = parseWorkspace(*wsFlag, e); err != nil {
+				return err
+			}
+		}
+	default:
+		return usagef("unknown token command %q: want create, list or revoke", sub)
+	}
+	if sub == "revoke" && len(rest) != 1 {
+		return usagef("revoke wants one ID, PREFIX or TOKEN")
+	}
+	if sub != "revoke" && len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	a, err := openApp(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	switch sub {
+	case "create":
+		tok, info, err := auth.CreateToken(ctx, a.Pool, ws)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, map[string]any{"token": tok, "id": info.ID, "prefix": info.Prefix,
+				"workspace_id": info.WorkspaceID, "created_at": info.CreatedAt})
+		}
+		fmt.Fprintln(e.stdout, tok)
+		fmt.Fprintf(e.stderr, "token %d (%s…) for workspace %s: shown once, store it now.\n", info.ID, info.Prefix, info.WorkspaceID)
+		return nil
+	case "list":
+		ts, err := auth.ListTokens(ctx, a.Pool, ws, *limit)
+		if err != nil {
+			return err
+		}
+		return printTokens(e.stdout, *asJSON, ts)
+	default:
+		n, err := auth.RevokeToken(ctx, a.Pool, ws, rest[0])
+		if errors.Is(err, auth.ErrTokenNotFound) {
+			return fmt.Errorf("no live token of workspace %s matches (see 'pendingctl token list --workspace %s')", ws, ws)
+		}
+		if err != nil {
+			if _, perr := strconv.ParseInt(rest[0], 10, 64); perr != nil && !strings.HasPrefix(rest[0], auth.TokenPrefix) {
+				return usagef("want a token ID (digits), a PREFIX (%s…) or the token", auth.TokenPrefix)
+			}
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, map[string]any{"revoked": n})
+		}
+		fmt.Fprintf(e.stdout, "revoked %d token(s)\n", n)
+		return nil
+	}
+}
+
+func printTokens(w io.Writer, asJSON bool, ts []auth.TokenInfo) error {
+	if asJSON {
+		type row struct {
+			ID          int64      `json:"id"`
+			WorkspaceID uuid.UUID  `json:"workspace_id"`
+			Prefix      string     `json:"prefix"`
+			CreatedAt   time.Time  `json:"created_at"`
+			LastUsedAt  *time.Time `json:"last_used_at"`
+			RevokedAt   *time.Time `json:"revoked_at"`
+		}
+		rows := []row{}
+		for _, t := range ts {
+			rows = append(rows, row{t.ID, t.WorkspaceID, t.Prefix, t.CreatedAt, t.LastUsedAt, t.RevokedAt})
+		}
+		return writeJSON(w, rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPREFIX\tWORKSPACE\tCREATED\tLAST_USED\tREVOKED")
+	when := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04")
+	}
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%d\t%s…\t%s\t%s\t%s\t%s\n", t.ID, t.Prefix, t.WorkspaceID, when(&t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt))
+	}
+	return tw.Flush()
+}
+
+func runSweep(ctx context.Context, e env, args []string) error {
+	fs := newFlags("sweep")
+	retention := fs.String("ack-retention", "", "")
+	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 5*time.Minute, "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	getenv := e.getenv
+	if *retention != "" {
+		if _, err := time.ParseDuration(*retention); err != nil {
+			return usagef("--ack-retention %q: want a duration such as 1h or 30m", *retention)
+		}
+		getenv = func(k string) string {
+			if k == "ACK_RETENTION" {
+				return *retention
+			}
+			return e.getenv(k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	a, err := openApp(ctx, env{getenv: getenv, stdout: e.stdout, stderr: e.stderr})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	res, err := sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, nil)
+	if *asJSON {
+		if werr := writeJSON(e.stdout, res); werr != nil && err == nil {
+			err = werr
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "swept: %d acked, %d expired\n", res.Acked, res.Expired)
+	}
+	return err
+}

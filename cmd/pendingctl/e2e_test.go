@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/migrations"
+)
+
+func TestMain(m *testing.M) { apptest.Main(m) }
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs pendingctl in this process with exactly the environment vars.
+func cli(t *testing.T, vars map[string]string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, args, func(k string) string { return vars[k] }, &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds pendingctl once per test binary.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pendingctl-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pendingctl")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return binPath
+}
+
+// exe runs the built binary with exactly the environment vars (and PATH).
+func exe(t *testing.T, vars map[string]string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// fixture writes files into a temp folder and returns their paths and bytes.
+func fixture(t *testing.T, files map[string][]byte) ([]string, map[string][]byte) {
+	dir := t.TempDir()
+	var paths []string
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, files
+}
+
+func userFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == client.StateDirName {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := e.Info(); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+func unacked(t *testing.T, srv *apptest.Server, ws uuid.UUID) int {
+	t.Helper()
+	var n int
+	err := srv.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL`, ws).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func apiVars(srv *apptest.Server, url, token string) map[string]string {
+	if url == "" {
+		url = srv.URL
+	}
+	return map[string]string{"PENDINGUPLOADS_API": url, "PENDINGUPLOADS_TOKEN": token}
+}
+
+func expect(t *testing.T, r result, code int, what string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// TestUploadPullLs: several files, a 20 MiB one among them, uploaded with
+// pendingctl and pulled with pendingctl: identical bytes, all acked, ls
+// empty after. Three servers: bytes in Postgres with a raised request cap
+// (the 20 MiB file goes multipart), and a bucket on moto (it goes presign +
+// PUT + commit, and comes back through a 307).
+func TestUploadPullLs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts apptest.Options
+	}{
+		{"PostgresRaisedCap", apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}}},
+		{"S3Presigned", apptest.Options{S3: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := apptest.NewServer(t, tc.opts)
+			ws := uuid.New()
+			wsTok := srv.WorkspaceToken(t, ws)
+			paths, want := fixture(t, map[string][]byte{
+				"small.txt":           []byte("hello, workspace\n"),
+				"name with space.pdf": randomBytes(300<<10, 1),
+				"mid.bin":             randomBytes(5<<20, 2),
+				"big.bin":             randomBytes(20<<20, 3),
+			})
+			up := cli(t, apiVars(srv, "", srv.AdminToken), append([]string{"upload", "--workspace", ws.String(), "--json"}, paths...)...)
+			expect(t, up, 0, "upload")
+			var staged struct{ Files []client.StagedFile }
+			if err := json.Unmarshal([]byte(up.stdout), &staged); err != nil || len(staged.Files) != 4 {
+				t.Fatalf("upload --json: got %q, %v", up.stdout, err)
+			}
+
+			ls := cli(t, apiVars(srv, "", wsTok), "ls", "--workspace", ws.String())
+			expect(t, ls, 0, "ls")
+			if !strings.Contains(ls.stdout, "name_with_space.pdf") || strings.Count(ls.stdout, "\n") != 5 {
+				t.Fatalf("ls: got %q", ls.stdout)
+			}
+
+			dir := filepath.Join(t.TempDir(), "inbox")
+			pull := cli(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once", "--json")
+			expect(t, pull, 0, "pull")
+			var pr struct {
+				Delivered []client.Delivery
+				Errors    []any
+			}
+			if err := json.Unmarshal([]byte(pull.stdout), &pr); err != nil || len(pr.Delivered) != 4 || len(pr.Errors) != 0 {
+				t.Fatalf("pull --json: got %q, %v", pull.stdout, err)
+			}
+			got := userFiles(t, dir)
+			wantNames := map[string]string{"small.txt": "small.txt", "name_with_space.pdf": "name with space.pdf", "mid.bin": "mid.bin", "big.bin": "big.bin"}
+			if len(got) != len(wantNames) {
+				t.Fatalf("inbox: got %d files, want %d", len(got), len(wantNames))
+			}
+			for disk, orig := range wantNames {
+				if !bytes.Equal(got[disk], want[orig]) {
+					t.Fatalf("%s: bytes differ (got %d, want %d bytes)", disk, len(got[disk]), len(want[orig]))
+				}
+			}
+			if n := unacked(t, srv, ws); n != 0 {
+				t.Fatalf("unacked: got %d, want 0", n)
+			}
+			expect(t, cli(t, apiVars(srv, "", wsTok), "ls", "--workspace", ws.String()), 3, "ls after pull")
+			lsj := cli(t, apiVars(srv, "", wsTok), "ls", "--workspace", ws.String(), "--json")
+			expect(t, lsj, 3, "ls --json after pull")
+			if strings.TrimSpace(lsj.stdout) != `{"uploads":[]}` {
+				t.Fatalf("ls --json: got %q", lsj.stdout)
+			}
+			expect(t, cli(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir), 3, "second pull")
+			for _, r := range []result{up, ls, pull, lsj} {
+				if strings.Contains(r.stdout+r.stderr, wsTok) || strings.Contains(r.stdout+r.stderr, srv.AdminToken) {
+					t.Fatalf("a token was printed")
+				}
+			}
+		})
+	}
+}
+
+// TestUploadTooLargeForServer: without a bucket and with the default cap,
+// a 20 MiB file is refused with a message that says why.
+func TestUploadTooLargeForServer(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	paths, _ := fixture(t, map[string][]byte{"big.bin": randomBytes(20<<20, 4)})
+	r := cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", uuid.NewString(), paths[0])
+	expect(t, r, 1, "upload")
+	if !strings.Contains(r.stderr, "request cap (4.0 MiB)") || !strings.Contains(r.stderr, "no presigned uploads") {
+		t.Fatalf("stderr: got %q", r.stderr)
+	}
+}
+
+// TestPullKilledBeforeAck runs the real binary, which exits right after
+// writing a file and before acking it; the next pull leaves exactly one
+// copy of each file, all acked.
+func TestPullKilledBeforeAck(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	wsTok := srv.WorkspaceToken(t, ws)
+	paths, want := fixture(t, map[string][]byte{"a.txt": []byte("first"), "b.txt": []byte("second")})
+	expect(t, exe(t, apiVars(srv, "", srv.AdminToken), append([]string{"upload", "--workspace", ws.String()}, paths...)...), 0, "upload")
+	dir := t.TempDir()
+	vars := apiVars(srv, "", wsTok)
+	vars[crashHookEnv] = "1"
+	r := exe(t, vars, "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+	expect(t, r, crashExitCode, "pull with the crash hook")
+	if got := userFiles(t, dir); len(got) != 1 {
+		t.Fatalf("after the crash: got %d files, want 1", len(got))
+	}
+	if n := unacked(t, srv, ws); n != 2 {
+		t.Fatalf("after the crash: %d unacked, want 2", n)
+	}
+	r = exe(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+	expect(t, r, 0, "pull again")
+	if !strings.Contains(r.stdout, "recovered from an interrupted pull") {
+		t.Fatalf("stdout: got %q", r.stdout)
+	}
+	got := userFiles(t, dir)
+	if len(got) != 2 || !bytes.Equal(got["a.txt"], want["a.txt"]) || !bytes.Equal(got["b.txt"], want["b.txt"]) {
+		t.Fatalf("inbox: got %d files (%v)", len(got), got)
+	}
+	if n := unacked(t, srv, ws); n != 0 {
+		t.Fatalf("unacked: got %d, want 0", n)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, client.StateDirName))
+	for _, e := range ents {
+		if e.Name() != "lock" {
+			t.Fatalf("state left: %s", e.Name())
+		}
+	}
+}
+
+// tamperProxy serves target through a proxy that flips the first byte of
+// content bodies, or replaces their Content-Digest.
+func tamperProxy(t *testing.T, target string, flip bool, digest string) string {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != 200 {
+			return nil
+		}
+		if digest != "" {
+			resp.Header.Set("Content-Digest", digest)
+		}
+		if flip {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			b[0] ^= 0x01
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(rp)
+	t.Cleanup(ps.Close)
+	return ps.URL
+}
+
+// TestPullTamperedRefused: a flipped byte, or a Content-Digest that does
+// not match: refused, nothing written, nothing acked.
+func TestPullTamperedRefused(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	wsTok := srv.WorkspaceToken(t, ws)
+	paths, _ := fixture(t, map[string][]byte{"t.bin": randomBytes(10000, 5)})
+	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
+	for name, proxy := range map[string]string{
+		"FlippedByte":   tamperProxy(t, srv.URL, true, ""),
+		"AlteredDigest": tamperProxy(t, srv.URL, false, "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := cli(t, apiVars(srv, proxy, wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+			expect(t, r, 1, "pull")
+			if !strings.Contains(r.stderr, "mismatch") || !strings.Contains(r.stderr, "not written, not acked") {
+				t.Fatalf("stderr: got %q", r.stderr)
+			}
+			if got := userFiles(t, dir); len(got) != 0 {
+				t.Fatalf("inbox: got %d files, want none", len(got))
+			}
+			if n := unacked(t, srv, ws); n != 1 {
+				t.Fatalf("unacked: got %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestWrongWorkspaceToken: a token of another workspace gets a clear
+// message, and the token is not in it.
+func TestWrongWorkspaceToken(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws, other := uuid.New(), uuid.New()
+	tok := srv.WorkspaceToken(t, other)
+	for _, args := range [][]string{
+		{"ls", "--workspace", ws.String()},
+		{"pull", "--workspace", ws.String(), "--dir", t.TempDir(), "--once"},
+	} {
+		r := cli(t, apiVars(srv, "", tok), args...)
+		expect(t, r, 1, args[0])
+		if !strings.Contains(r.stderr, "the server refused the token") || !strings.Contains(r.stderr, "another workspace") {
+			t.Fatalf("%s: stderr %q", args[0], r.stderr)
+		}
+		if strings.Contains(r.stdout+r.stderr, tok) {
+			t.Fatalf("%s: the token was printed", args[0])
+		}
+	}
+}
+
+func TestDatabaseCommands(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	db := map[string]string{"DATABASE_URL": srv.DatabaseURL}
+	ws := uuid.New()
+
+	t.Run("Migrate", func(t *testing.T) {
+		empty := map[string]string{"DATABASE_URL": pgtest.MustEmptyURL(t)}
+		expect(t, cli(t, empty, "migrate", "up"), 0, "migrate up")
+		v := cli(t, empty, "migrate", "version")
+		expect(t, v, 0, "migrate version")
+		if strings.TrimSpace(v.stdout) != "20260601100600" && !strings.HasPrefix(strings.TrimSpace(v.stdout), "2026") {
+			t.Fatalf("version: got %q", v.stdout)
+		}
+		expect(t, cli(t, empty, "migrate", "down"), 2, "migrate down without --yes")
+		expect(t, cli(t, empty, "migrate", "down", "--steps", "1", "--yes"), 0, "migrate down --steps 1")
+		var vj struct {
+			Version, Latest uint
+			Dirty           bool
+		}
+		r := cli(t, empty, "migrate", "version", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &vj); err != nil || vj.Version >= vj.Latest || vj.Latest != migrations.Latest {
+			t.Fatalf("after down 1: got %q, %v", r.stdout, err)
+		}
+		expect(t, cli(t, empty, "migrate", "up"), 0, "migrate up again")
+		expect(t, cli(t, empty, "migrate", "down", "--yes"), 0, "migrate down --yes")
+		expect(t, cli(t, map[string]string{}, "migrate", "version"), 1, "no DATABASE_URL")
+	})
+
+	var tok string
+	t.Run("TokenCreateListRevoke", func(t *testing.T) {
+		r := cli(t, db, "token", "create", "--workspace", ws.String())
+		expect(t, r, 0, "token create")
+		tok = strings.TrimSpace(r.stdout)
+		if !strings.HasPrefix(tok, "pu_") || strings.Contains(r.stderr, tok) {
+			t.Fatalf("create: stdout %q, stderr %q", r.stdout, r.stderr)
+		}
+		expect(t, cli(t, apiVars(srv, "", tok), "ls", "--workspace", ws.String()), 3, "ls with the new token")
+		var stored int
+		if err := srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM workspace_auth_tokens WHERE workspace_id = $1 AND token_hash = sha256($2::bytea)`, ws, []byte(tok)).Scan(&stored); err != nil || stored != 1 {
+			t.Fatalf("stored hash: got %d, %v", stored, err)
+		}
+		l := cli(t, db, "token", "list", "--workspace", ws.String())
+		expect(t, l, 0, "token list")
+		if !strings.Contains(l.stdout, tok[:9]) || strings.Contains(l.stdout, tok) {
+			t.Fatalf("list: got %q", l.stdout)
+		}
+		var rows []map[string]any
+		lj := cli(t, db, "token", "list", "--json")
+		if err := json.Unmarshal([]byte(lj.stdout), &rows); err != nil || len(rows) < 1 {
+			t.Fatalf("list --json: got %q, %v", lj.stdout, err)
+		}
+		expect(t, cli(t, db, "token", "revoke", "--workspace", ws.String(), tok[:9]), 0, "token revoke")
+		expect(t, cli(t, apiVars(srv, "", tok), "ls", "--workspace", ws.String()), 1, "ls with a revoked token")
+		expect(t, cli(t, db, "token", "revoke", "--workspace", ws.String(), tok[:9]), 1, "revoke again")
+		expect(t, cli(t, db, "token", "create"), 2, "create without --workspace")
+	})
+
+	t.Run("Sweep", func(t *testing.T) {
+		tok := srv.WorkspaceToken(t, ws)
+		paths, _ := fixture(t, map[string][]byte{"s.txt": []byte("s")})
+		expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
+		expect(t, cli(t, apiVars(srv, "", tok), "pull", "--workspace", ws.String(), "--dir", t.TempDir()), 0, "pull")
+		r := cli(t, db, "sweep", "--json")
+		expect(t, r, 0, "sweep")
+		if strings.TrimSpace(r.stdout) != `{"acked":0,"expired":0}` {
+			t.Fatalf("sweep: got %q", r.stdout)
+		}
+		r = cli(t, db, "sweep", "--ack-retention", "0s")
+		expect(t, r, 0, "sweep --ack-retention 0s")
+		if strings.TrimSpace(r.stdout) != "swept: 1 acked, 0 expired" {
+			t.Fatalf("sweep: got %q", r.stdout)
+		}
+	})
+}
+
+func TestHelpAndUsage(t *testing.T) {
+	r := cli(t, nil, "--help")
+	expect(t, r, 0, "--help")
+	for _, c := range commands() {
+		if !strings.Contains(r.stdout, "  "+c.name+" ") {
+			t.Errorf("--help does not list %s", c.name)
+		}
+		h := cli(t, nil, c.name, "--help")
+		expect(t, h, 0, c.name+" --help")
+		if !strings.HasPrefix(h.stdout, "Usage") || !strings.Contains(h.stdout, "Exit codes") {
+			t.Errorf("%s --help: got %q", c.name, h.stdout)
+		}
+	}
+	expect(t, cli(t, nil, "token", "create", "--help"), 0, "token create --help")
+	expect(t, cli(t, nil), 2, "no command")
+	expect(t, cli(t, nil, "frobnicate"), 2, "unknown command")
+	expect(t, cli(t, nil, "ls", "--bogus"), 2, "unknown flag")
+	expect(t, cli(t, map[string]string{"PENDINGUPLOADS_API": "http://x"}, "ls", "--workspace", uuid.NewString()), 2, "no token")
+	expect(t, cli(t, map[string]string{"PENDINGUPLOADS_TOKEN": "t"}, "ls", "--workspace", "nope", "--api", "http://x"), 2, "bad workspace")
+	expect(t, cli(t, nil, "pull", "--once", "--interval", "5s", "--dir", "d"), 2, "--once with --interval")
+}
+
+// TestPullInterval: --interval pulls what arrives later, and stops cleanly.
+func TestPullInterval(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	tok := srv.WorkspaceToken(t, ws)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	vars := apiVars(srv, "", tok)
+	go func() {
+		done <- run(ctx, []string{"pull", "--workspace", ws.String(), "--dir", dir, "--interval", "100ms"},
+			func(k string) string { return vars[k] }, &out, &errb)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	paths, _ := fixture(t, map[string][]byte{"late.txt": []byte("late")})
+	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(userFiles(t, dir)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d, want 0; stderr %q", code, errb.String())
+	}
+	if got := userFiles(t, dir); string(got["late.txt"]) != "late" {
+		t.Fatalf("inbox: got %v", got)
+	}
+}

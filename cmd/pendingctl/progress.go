@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/client"
+)
+
+// progressMin is the smallest transfer that gets a progress bar.
+const progressMin = 4 << 20
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// bar draws one transfer's progress on a terminal, at most ten times a
+// second, on one line.
+type bar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	total int64
+	n     int64
+	start time.Time
+	last  time.Time
+	done  bool
+}
+
+func newBar(w io.Writer, label string, total int64) *bar {
+	if len(label) > 28 {
+		label = label[:27] + "…"
+	}
+	b := &bar{w: w, label: label, total: total, start: time.Now()}
+	b.draw()
+	return b
+}
+
+func (b *bar) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n += int64(len(p))
+	if time.Since(b.last) >= 100*time.Millisecond {
+		b.draw()
+	}
+	return len(p), nil
+}
+
+func (b *bar) Done(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	b.draw()
+	if err != nil {
+		fmt.Fprint(b.w, " failed")
+	}
+	fmt.Fprint(b.w, "\n")
+}
+
+func (b *bar) draw() {
+	b.last = time.Now()
+	const width = 30
+	frac := 0.0
+	if b.total > 0 {
+		frac = min(float64(b.n)/float64(b.total), 1)
+	}
+	fill := int(frac * width)
+	rate := ""
+	if el := time.Since(b.start).Seconds(); el > 0.2 {
+		rate = client.HumanBytes(int64(float64(b.n)/el)) + "/s"
+	}
+	fmt.Fprintf(b.w, "\r%-28s [%s%s] %3.0f%% %s / %s %s\x1b[K", b.label,
+		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,
+		client.HumanBytes(b.n), client.HumanBytes(b.total), rate)
+}
+
+// countingReader feeds a bar as a file is read, and ends it at EOF or Close.
+type countingReader struct {
+	io.ReadCloser
+	bar *bar
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.bar.Write(p[:n])
+	if err == io.EOF {
+		r.bar.Done(nil)
+	} else if err != nil {
+		r.bar.Done(err)
+	}
+	return n, err
+}
+
+func (r *countingReader) Close() error {
+	r.bar.Done(nil)
+	return r.ReadCloser.Close()
+}
