@@ -32,9 +32,45 @@ vet:
 	$(GO) vet $(PKGS)
 
 # -p 2 matches the two cores; each test package starts its own Postgres
-# (and moto where it needs S3).
+# (and moto where it needs S3). -count=1: results that depend on those
+# servers are never taken from the cache.
 gotest:
-	$(GO) test -race -p 2 -timeout 25m $(PKGS)
+	$(GO) test -race -count=1 -p 2 -timeout 25m $(PKGS)
+
+# bench: every benchmark with its baseline from the same run (see
+# cmd/benchreport), then the report. BENCHFLAGS passes its flags, e.g.
+# BENCHFLAGS='-count 1'.
+bench:
+	$(GO) run ./cmd/benchreport $(BENCHFLAGS)
+
+# fuzz: each target for FUZZTIME. A duration-bound run can fail at the
+# deadline with a bare "context deadline exceeded" and no crasher
+# (golang/go#75804, unfixed in Go 1.26): that one case is reported as a
+# flake, not a failure. A written crasher, or any other failure, fails.
+# FUZZTIME may also be a count (FUZZTIME=200000x), which has no deadline.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./internal/sanitize:FuzzFilename ./internal/sanitize:FuzzMimetype \
+	./internal/sanitize:FuzzContentDisposition ./internal/httpapi:FuzzUploadHandler \
+	./internal/pendinguploads:FuzzCursor
+fuzz:
+	@fail=0; summary=""; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; dir=$$pkg/testdata/fuzz/$$name; \
+	  before=$$(ls $$dir 2>/dev/null | wc -l); log=$$(mktemp); \
+	  echo "=== $$name ($$pkg), -fuzztime $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; rc=$$?; \
+	  cat $$log; after=$$(ls $$dir 2>/dev/null | wc -l); \
+	  last=$$(grep '^fuzz: elapsed' $$log | tail -1 | sed 's/^fuzz: //'); \
+	  if [ $$rc -eq 0 ]; then verdict=ok; \
+	  elif [ $$after -eq $$before ] && grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+	    verdict="flake at the deadline (golang/go#75804), no crasher"; \
+	  else verdict=FAIL; fail=1; fi; \
+	  summary="$$summary$$(printf '  %-24s %-8s %s\n' $$name "$$verdict" "$$last")\n"; rm -f $$log; \
+	done; printf "\nfuzz summary (-fuzztime $(FUZZTIME), $$(nproc) cores):\n$$summary"; exit $$fail
+
+# load: a bounded load run against a dev server of its own (see
+# cmd/loadgen); LOADFLAGS passes its flags, e.g. LOADFLAGS='-workspaces 16'.
+load:
+	$(GO) run ./cmd/loadgen $(LOADFLAGS)
 
 clean:
 	rm -rf bin .aws-sam

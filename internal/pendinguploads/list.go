@@ -39,7 +39,10 @@ func (c Cursor) Encode() string {
 // DecodeCursor parses a string made by Cursor.Encode. Anything else
 // returns ErrBadCursor.
 func DecodeCursor(s string) (Cursor, error) {
-	if base64.RawURLEncoding.DecodedLen(len(s)) != cursorLen {
+	// Exactly Encode's length: the decoder skips CR and LF even in strict
+	// mode, so a length check on the decoded side would let through
+	// spellings Encode never makes.
+	if len(s) != base64.RawURLEncoding.EncodedLen(cursorLen) {
 		return Cursor{}, ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
