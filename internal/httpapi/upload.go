@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -84,8 +85,13 @@ func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pending
 			s, b := malformed(err)
 			return nil, s, b
 		}
-		raw, isFile := partFilename(part)
-		if part.FormName() != "files" || !isFile {
+		field, raw, isFile, err := partDisposition(part)
+		if err != nil {
+			// A part we cannot read the name of may be a file: skipping it
+			// would store the request without it. Refuse the request.
+			return nil, http.StatusBadRequest, map[string]any{"error": "malformed multipart body"}
+		}
+		if field != "files" || !isFile {
 			// Other fields, and text values named files, do not count;
 			// they still count towards the body cap.
 			if _, err := io.Copy(io.Discard, part); err != nil {
@@ -128,16 +134,22 @@ func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pending
 	return items, 0, nil
 }
 
-// partFilename returns the raw filename parameter of a part (decoded from
-// filename* when given) and whether the part has one at all: a file input
-// left empty still sends filename="".
-func partFilename(p *multipart.Part) (string, bool) {
-	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+// partDisposition reads a part's Content-Disposition: its field name, its
+// raw file name (decoded from filename* when given) and whether it is a
+// file at all (a file input left empty still sends filename=""). A header
+// that does not parse is an error. A filename* in a charset Go cannot
+// decode leaves the part a file, named "" (sanitized later to "file").
+func partDisposition(p *multipart.Part) (field, filename string, isFile bool, err error) {
+	cd := p.Header.Get("Content-Disposition")
+	_, params, err := mime.ParseMediaType(cd)
 	if err != nil {
-		return "", false
+		return "", "", false, err
 	}
-	name, ok := params["filename"]
-	return name, ok
+	filename, isFile = params["filename"]
+	if !isFile && strings.Contains(strings.ToLower(cd), "filename") {
+		isFile = true
+	}
+	return params["name"], filename, isFile, nil
 }
 
 // stage writes the rows and their activity rows in one transaction and

@@ -526,3 +526,32 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 		t.Fatalf("decode %s: %v", b, err)
 	}
 }
+
+// TestUploadUnreadableDispositionRefused: a part whose Content-Disposition
+// cannot be read might be a file; storing the request without it would
+// lose the file silently, so the whole request is refused.
+func TestUploadUnreadableDispositionRefused(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
+	for name, disp := range map[string]string{
+		"DuplicateFilename": `form-data; name="files"; filename="a.txt"; filename="b.txt"`,
+		"UnquotedSpace":     `form-data; name="files"; filename=b c.txt`,
+		"StrayQuote":        `form-data; name="files"; filename="a"b.txt"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := good + "--B\r\nContent-Disposition: " + disp + "\r\n\r\nsecond\r\n--B--\r\n"
+			res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "multipart/form-data; boundary=B", []byte(body))
+			wantError(t, res, http.StatusBadRequest, "malformed multipart body", nil)
+			wantNothingStored(t, srv, ws)
+		})
+	}
+	t.Run("UndecodableCharsetStillAFile", func(t *testing.T) {
+		body := good + "--B\r\nContent-Disposition: form-data; name=\"files\"; filename*=iso-8859-1''%E9t%E9.txt\r\n\r\nsecond\r\n--B--\r\n"
+		res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "multipart/form-data; boundary=B", []byte(body))
+		wantStatus(t, res, http.StatusOK)
+		if up, _ := rowCounts(t, srv, ws); up != 2 {
+			t.Fatalf("rows: got %d, want 2 (both files)", up)
+		}
+	})
+}
