@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
+	"sync"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"net/http"
 	"time"
 
@@ -133,49 +137,113 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		a.storageFailure(w, r, "commit lookup", err, "workspace_id", ws)
 		return
 	}
-	notReceived := func(id uuid.UUID, why string) {
-		a.refuse(r, "commit: "+why, ws, "upload_id", id)
-		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": id.String()})
+	for _, id := range ids {
+		if _, ok := promised[id]; !ok {
+			a.notReceived(w, r, ws, id, "unknown, expired or already committed")
+			return
+		}
 	}
-	items := make([]pendinguploads.PutItem, len(ids))
-	for i, id := range ids {
-		p, ok := promised[id]
-		if !ok {
-			notReceived(id, "unknown, expired or already committed")
+	items, err := a.placeStaged(ctx, ws, ids, promised)
+	if err != nil {
+		if nr, ok := errors.AsType[*notReceivedError](err); ok {
+			a.notReceived(w, r, ws, nr.id, nr.why)
 			return
 		}
-		// Read the object once: its length is the size check, its hash is
-		// the digest the workspace will verify. One file in memory at a
-		// time, at most 25 MiB.
-		data, err := a.store.Blobs.Get(ctx, p.StagingKey())
-		if errors.Is(err, pendinguploads.ErrBlobNotFound) {
-			notReceived(id, "no object")
-			return
-		}
-		if err != nil {
-			a.storageFailure(w, r, "commit read", wrapUnavailable(err), "workspace_id", ws, "upload_id", id)
-			return
-		}
-		if int64(len(data)) != p.SizeBytes {
-			notReceived(id, fmt.Sprintf("object holds %d bytes, %d declared", len(data), p.SizeBytes))
-			return
-		}
-		sum := sha256.Sum256(data)
-		items[i] = pendinguploads.PutItem{
-			StagedKey: p.StagingKey(), Size: p.SizeBytes, SHA256: sum[:],
-			Filename: p.Filename, Mimetype: p.Mimetype,
-		}
+		a.storageFailure(w, r, "commit place", wrapUnavailable(err), "workspace_id", ws)
+		return
 	}
 	if !a.stage(w, r, ws, items, ids) {
 		return // the staging objects stay, so the client can retry the commit
 	}
 	// Committed: the copies under objects/ are the files now. The
 	// lifecycle rule removes any staging object this misses.
-	keys := make([]string, len(items))
-	for i, it := range items {
-		keys[i] = it.StagedKey
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = promised[id].StagingKey()
 	}
 	_ = a.store.Blobs.Delete(ctx, keys)
+}
+
+// placeConcurrency bounds the objects one commit copies and hashes at once.
+const placeConcurrency = 4
+
+type notReceivedError struct {
+	id  uuid.UUID
+	why string
+}
+
+func (e *notReceivedError) Error() string {
+	return fmt.Sprintf("upload %s not received: %s", e.id, e.why)
+}
+
+func (a *API) notReceived(w http.ResponseWriter, r *http.Request, ws, id uuid.UUID, why string) {
+	a.refuse(r, "commit: "+why, ws, "upload_id", id)
+	writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": id.String()})
+}
+
+// placeStaged copies each staged object to a key only the server writes,
+// objects/<workspace>/<new file ID>, and measures that copy: its size must
+// be the declared one, and its SHA-256 is the digest the workspace will
+// verify. What is hashed is exactly what will be served, whatever the
+// client does with its presigned URL meanwhile. On failure the copies made
+// so far are discarded; the staging objects stay for a retry.
+func (a *API) placeStaged(ctx context.Context, ws uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]pendinguploads.Presigned) ([]pendinguploads.PutItem, error) {
+	items := make([]pendinguploads.PutItem, len(ids))
+	var mu sync.Mutex
+	var placed []pendinguploads.Record
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(placeConcurrency)
+	for i, id := range ids {
+		p, fid := promised[id], uuid.New()
+		dst := pendinguploads.ObjectKey(ws, fid)
+		g.Go(func() error {
+			err := a.store.Blobs.Copy(gctx, p.StagingKey(), dst)
+			if errors.Is(err, pendinguploads.ErrBlobNotFound) {
+				return &notReceivedError{id, "no object"}
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			placed = append(placed, pendinguploads.Record{S3Key: dst})
+			mu.Unlock()
+			n, sum, err := a.digest(gctx, dst)
+			if err != nil {
+				return err
+			}
+			if n != p.SizeBytes {
+				return &notReceivedError{id, fmt.Sprintf("object holds %d bytes, %d declared", n, p.SizeBytes)}
+			}
+			items[i] = pendinguploads.PutItem{
+				InBucket: true, FileID: fid, Size: n, SHA256: sum,
+				Filename: p.Filename, Mimetype: p.Mimetype,
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		a.store.DiscardBlobs(ctx, placed)
+		return nil, err
+	}
+	return items, nil
+}
+
+// digester hashes an object without holding it in memory; s3blobs.Store
+// is one.
+type digester interface {
+	Digest(ctx context.Context, key string) (int64, []byte, error)
+}
+
+func (a *API) digest(ctx context.Context, key string) (int64, []byte, error) {
+	if d, ok := a.store.Blobs.(digester); ok {
+		return d.Digest(ctx, key)
+	}
+	data, err := a.store.Blobs.Get(ctx, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	sum := sha256.Sum256(data)
+	return int64(len(data)), sum[:], nil
 }
 
 // fileCount answers 400 itself unless a JSON request names 1 to MaxFiles

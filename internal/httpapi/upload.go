@@ -189,18 +189,29 @@ func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items 
 // With claim, the same transaction consumes those presigned uploads, so
 // each commits at most once.
 func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) ([]pendinguploads.Record, error) {
+	// Objects already placed in the bucket (committed presigned uploads)
+	// go too if nothing commits; PutBatchTx discards the ones it writes.
+	placed := make([]pendinguploads.Record, 0, len(items))
+	for _, it := range items {
+		if it.InBucket {
+			placed = append(placed, pendinguploads.Record{S3Key: pendinguploads.ObjectKey(ws, it.FileID)})
+		}
+	}
 	tx, err := a.db.Begin(ctx)
 	if err != nil {
+		a.store.DiscardBlobs(ctx, placed)
 		return nil, fmt.Errorf("begin: %w", wrapUnavailable(err))
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer pendinguploads.Rollback(ctx, tx)
 	if len(claim) > 0 {
 		if err := pendinguploads.ClaimPresignedTx(ctx, tx, ws, claim); err != nil {
+			a.store.DiscardBlobs(ctx, placed)
 			return nil, err
 		}
 	}
 	recs, err := a.store.PutBatchTx(ctx, tx, ws, items)
 	if err != nil {
+		a.store.DiscardBlobs(ctx, placed)
 		return nil, err
 	}
 	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
@@ -208,7 +219,11 @@ func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pending
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		a.store.DiscardBlobs(ctx, recs)
+		// A COMMIT whose answer was lost may have committed: then the
+		// objects are the files' bytes and must stay.
+		if !pendinguploads.CommitOutcomeUnknown(err) {
+			a.store.DiscardBlobs(ctx, recs)
+		}
 		return nil, fmt.Errorf("commit: %w", wrapUnavailable(err))
 	}
 	return recs, nil

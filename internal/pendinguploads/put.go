@@ -9,24 +9,27 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 )
 
 // PutItem is one file of a batch. Either Content holds the bytes, or
-// StagedKey names an object a client already put into the blob store
-// (presigned upload), with Size and SHA256 as the caller verified them.
+// InBucket says the caller already placed them in the blob store at
+// ObjectKey(workspaceID, FileID) (a committed presigned upload), with
+// Size and SHA256 as measured from that very object.
 type PutItem struct {
 	Content  []byte
 	Filename string // already sanitized: 1..100 bytes
 	Mimetype string // already made safe; may be empty
 
-	StagedKey string
-	Size      int64
-	SHA256    []byte
+	InBucket bool
+	FileID   uuid.UUID // with InBucket: the ID the object was placed under
+	Size     int64
+	SHA256   []byte
 }
 
 func (it PutItem) size() int64 {
-	if it.StagedKey != "" {
+	if it.InBucket {
 		return it.Size
 	}
 	return int64(len(it.Content))
@@ -58,13 +61,15 @@ func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []Put
 	if err != nil {
 		return nil, wrap("put batch: begin", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer Rollback(ctx, tx)
 	recs, err := s.PutBatchTx(ctx, tx, workspaceID, items)
 	if err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		s.DiscardBlobs(ctx, recs)
+		if !CommitOutcomeUnknown(err) {
+			s.DiscardBlobs(ctx, recs)
+		}
 		return nil, wrap("put batch: commit", err)
 	}
 	return recs, nil
@@ -88,18 +93,19 @@ func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID
 	recs := make([]Record, len(items))
 	for i, it := range items {
 		recs[i] = Record{
-			FileID:      s.newID(),
+			FileID:      it.FileID,
 			WorkspaceID: workspaceID,
 			Filename:    it.Filename,
 			Mimetype:    it.Mimetype,
 			SizeBytes:   it.size(),
 			SHA256:      it.SHA256,
 		}
-		if it.StagedKey == "" {
+		if !it.InBucket {
+			recs[i].FileID = s.newID()
 			sum := sha256.Sum256(it.Content)
 			recs[i].SHA256 = sum[:]
 		}
-		if it.StagedKey != "" || int64(len(it.Content)) > s.inlineMax() {
+		if it.InBucket || int64(len(it.Content)) > s.inlineMax() {
 			if s.Blobs == nil {
 				return nil, &ItemError{Index: i, Err: ErrNoBlobs}
 			}
@@ -175,18 +181,12 @@ func (s *Store) writeBlobs(ctx context.Context, items []PutItem, recs []Record) 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(blobConcurrency)
 	for i := range recs {
-		if recs[i].S3Key == "" {
+		if recs[i].S3Key == "" || items[i].InBucket {
 			continue
 		}
 		it, key := items[i], recs[i].S3Key
 		g.Go(func() error {
-			var err error
-			if it.StagedKey != "" {
-				err = s.Blobs.Copy(gctx, it.StagedKey, key)
-			} else {
-				err = s.Blobs.Put(gctx, key, it.Content, it.Mimetype)
-			}
-			if err != nil {
+			if err := s.Blobs.Put(gctx, key, it.Content, it.Mimetype); err != nil {
 				return wrap(fmt.Sprintf("put batch: item %d: write blob", i), err)
 			}
 			return nil
@@ -215,9 +215,36 @@ func (s *Store) DiscardBlobs(ctx context.Context, recs []Record) {
 	if len(keys) == 0 {
 		return
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
 	defer cancel()
 	_ = s.Blobs.Delete(dctx, keys) // the backstop lifecycle rule catches what this misses
+}
+
+// CleanupBudget bounds the best-effort work done after a failure (a
+// rollback, discarding objects), so that it never outlives the caller's
+// deadline by much: a Lambda keeps a few seconds of margin for it.
+const CleanupBudget = 2 * time.Second
+
+// Rollback rolls tx back, best-effort, within CleanupBudget, even when ctx
+// is already done. After a commit it does nothing.
+func Rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
+	defer cancel()
+	_ = tx.Rollback(rctx)
+}
+
+// CommitOutcomeUnknown reports whether a failed COMMIT may nevertheless
+// have committed: the connection broke or the deadline passed after the
+// COMMIT was sent. Only when the server said no, or the COMMIT never left,
+// is it certain that nothing was stored, and objects written for the rows
+// may be discarded; otherwise they must stay (the lifecycle rule removes
+// them if the rows indeed did not commit).
+func CommitOutcomeUnknown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	return true
 }
 
 func validate(items []PutItem) error {
@@ -227,10 +254,10 @@ func validate(items []PutItem) error {
 	for i, it := range items {
 		var err error
 		switch {
-		case it.StagedKey != "" && it.Content != nil:
-			err = errors.New("both content and a staged key")
-		case it.StagedKey != "" && len(it.SHA256) != sha256.Size:
-			err = errors.New("staged item without a SHA-256")
+		case it.InBucket && it.Content != nil:
+			err = errors.New("both content and an object in the bucket")
+		case it.InBucket && (it.FileID == uuid.Nil || len(it.SHA256) != sha256.Size):
+			err = errors.New("object in the bucket without its file ID or SHA-256")
 		case it.size() <= 0:
 			err = ErrEmptyContent
 		case it.size() > MaxFileBytes:

@@ -3,6 +3,7 @@ package s3blobs
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -215,4 +216,28 @@ func isNotFound(err error) bool {
 	}
 	var re *smithyhttp.ResponseError
 	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
+}
+
+// Digest streams the object under key through SHA-256 and returns its
+// size and sum, holding no more than a read buffer in memory. It returns
+// an error wrapping NotFoundErr when the key is absent, and one wrapping
+// ErrTooLarge for an object over MaxSize.
+func (s *Store) Digest(ctx context.Context, key string) (int64, []byte, error) {
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		if isNotFound(err) {
+			return 0, nil, s.notFound("digest", key)
+		}
+		return 0, nil, fmt.Errorf("digest %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(out.Body, s.MaxSize+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("digest %s: read body: %w", key, err)
+	}
+	if n > s.MaxSize {
+		return 0, nil, fmt.Errorf("digest %s: more than %d bytes: %w", key, s.MaxSize, ErrTooLarge)
+	}
+	return n, h.Sum(nil), nil
 }

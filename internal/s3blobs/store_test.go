@@ -3,6 +3,7 @@ package s3blobs_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"math/rand/v2"
@@ -175,4 +176,22 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("got %v, want ErrBlobNotFound", err)
 		}
 	})
+}
+
+func TestDigest(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	content := binary(3 << 20)
+	if err := st.Put(ctx, "objects/d/1", content, ""); err != nil {
+		t.Fatal(err)
+	}
+	n, sum, err := st.Digest(ctx, "objects/d/1")
+	want := sha256.Sum256(content)
+	if err != nil || n != int64(len(content)) || !bytes.Equal(sum, want[:]) {
+		t.Fatalf("got %d %x %v, want %d %x", n, sum, err, len(content), want)
+	}
+	if _, _, err := st.Digest(ctx, "objects/d/absent"); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+		t.Fatalf("absent: got %v, want ErrBlobNotFound", err)
+	}
 }
