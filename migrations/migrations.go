@@ -14,7 +14,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -58,11 +58,13 @@ func Version(ctx context.Context, databaseURL string) (version uint, dirty bool,
 }
 
 func run(ctx context.Context, databaseURL string, op func(*migrate.Migrate) error) error {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	// pgxpool's parser, so that pool settings in the URL (pool_max_conns,
+	// …) are understood and not sent to the server as parameters.
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
-		return fmt.Errorf("migrations: parse database url: %w", err)
+		return errors.New("migrations: cannot parse the database URL")
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := stdlib.OpenDB(*pcfg.ConnConfig)
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("migrations: connect: %w", err)

@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			pool.Close()
 			return nil, err
 		}
+		authn.Logger = log
 		api := httpapi.New(pool, a.Store, authn)
 		api.MaxRequestBytes = cfg.MaxRequestBytes
 		api.MaxResponseBytes = cfg.MaxResponseBytes

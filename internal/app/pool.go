@@ -40,7 +40,7 @@ func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	rp := cfg.ConnConfig.RuntimeParams
-	if _, ok := rp["statement_timeout"]; !ok {
+	if _, ok := rp["statement_timeout"]; !ok && !strings.Contains(rp["options"], "statement_timeout") {
 		rp["statement_timeout"] = fmt.Sprint(DefaultStatementTimeout.Milliseconds())
 	}
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {

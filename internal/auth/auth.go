@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -42,6 +43,17 @@ func (p Principal) Allows(workspaceID uuid.UUID) bool {
 type Authenticator struct {
 	db        DB
 	adminHash [sha256.Size]byte
+
+	// Logger receives warnings that do not fail a request (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+func (a *Authenticator) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
 }
 
 // NewAuthenticator returns an Authenticator for adminToken (which must not
@@ -84,16 +96,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 	}
 	// The look-up is by hash: the index compares digests, never tokens.
 	var p Principal
+	var id int64
+	var fresh bool
 	err := a.db.QueryRow(ctx, `
-		WITH tok AS (
-		    SELECT id, workspace_id, prefix, last_used_at FROM workspace_auth_tokens
-		    WHERE token_hash = $1 AND revoked_at IS NULL
-		), stamp AS (
-		    UPDATE workspace_auth_tokens w SET last_used_at = now()
-		    FROM tok
-		    WHERE w.id = tok.id AND (tok.last_used_at IS NULL OR tok.last_used_at < now() - interval '1 minute')
-		)
-		SELECT workspace_id, prefix FROM tok`, sum[:]).Scan(&p.WorkspaceID, &p.TokenPrefix)
+		SELECT id, workspace_id, prefix, coalesce(last_used_at > now() - interval '1 minute', false)
+		FROM workspace_auth_tokens
+		WHERE token_hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id, &p.WorkspaceID, &p.TokenPrefix, &fresh)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrInvalid
 	}
@@ -102,6 +110,13 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 			return Principal{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if !fresh {
+		// Best-effort, at most once a minute: a read-only replica or a
+		// lock on the row must not turn a valid token away.
+		if _, err := a.db.Exec(ctx, `UPDATE workspace_auth_tokens SET last_used_at = now() WHERE id = $1`, id); err != nil {
+			a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
+		}
 	}
 	return p, nil
 }

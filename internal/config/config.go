@@ -42,9 +42,14 @@ const (
 	// maxFileBytes is the per-file cap (25 MiB); inline files cannot
 	// exceed it.
 	maxFileBytes = 25 << 20
-	// maxLambdaPayload bounds MAX_RESPONSE_BYTES: a Lambda response is at
-	// most 6 MB, and binary bodies grow by a third in base64.
-	maxLambdaPayload = 6 << 20
+	// maxResponseCap bounds MAX_RESPONSE_BYTES: a Lambda response is at
+	// most 6 MB, binary bodies grow by a third in base64, and the headers
+	// and JSON envelope need room: 4.25 MiB.
+	maxResponseCap = 4<<20 + 256<<10
+	// maxRowLife bounds UPLOAD_TTL + ACK_RETENTION with a bucket: the
+	// bucket's backstop rule deletes objects/ after 3 days, and a row must
+	// never outlive its object.
+	maxRowLife = 72 * time.Hour
 	// maxRequestCap bounds MAX_REQUEST_BYTES, for the dev server too: 64
 	// files of 25 MiB.
 	maxRequestCap = 64 * maxFileBytes
@@ -66,7 +71,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c := Config{
 		DatabaseURL:         strings.TrimSpace(getenv("DATABASE_URL")),
 		DBSecretARN:         strings.TrimSpace(getenv("DB_SECRET_ARN")),
-		AdminToken:          getenv("ADMIN_TOKEN"),
+		AdminToken:          strings.TrimSpace(getenv("ADMIN_TOKEN")),
 		AdminTokenSecretARN: strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
 		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
 		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
@@ -82,7 +87,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	add(err)
 	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
 	add(err)
-	c.MaxResponseBytes, err = bytesVar(getenv, "MAX_RESPONSE_BYTES", DefaultMaxResponseBytes, 1024, maxLambdaPayload)
+	c.MaxResponseBytes, err = bytesVar(getenv, "MAX_RESPONSE_BYTES", DefaultMaxResponseBytes, 1024, maxResponseCap)
 	add(err)
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	add(err)
@@ -98,6 +103,14 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 			add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
 		}
 		c.S3ForcePathStyle = b
+	}
+	if c.ContentBucket != "" && c.InlineMaxBytes > c.MaxResponseBytes {
+		// Inline files are always served in the body, never redirected.
+		add(fmt.Errorf("INLINE_MAX_BYTES: must not exceed MAX_RESPONSE_BYTES (%d) with a bucket, got %d", c.MaxResponseBytes, c.InlineMaxBytes))
+	}
+	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
+		add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
+			maxRowLife, c.UploadTTL, c.AckRetention))
 	}
 	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
 		add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))

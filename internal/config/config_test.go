@@ -22,6 +22,13 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestAdminTokenTrimmed(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"ADMIN_TOKEN": "  a-token-of-some-length\n"}), 0)
+	if err != nil || c.AdminToken != "a-token-of-some-length" {
+		t.Fatalf("got %q, %v", c.AdminToken, err)
+	}
+}
+
 func TestNegativeRetentionIsZero(t *testing.T) {
 	c, err := config.Load(env(map[string]string{"ACK_RETENTION": "-5m"}), 0)
 	if err != nil || c.AckRetention != 0 {
@@ -50,6 +57,24 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			}
 		})
 	}
+	t.Run("InlineAboveResponseCapWithBucket", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{"CONTENT_BUCKET": "b", "INLINE_MAX_BYTES": "5000000"}), 0)
+		if err == nil || !strings.Contains(err.Error(), "INLINE_MAX_BYTES") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("RowsOutliveTheBucketBackstop", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{"CONTENT_BUCKET": "b", "UPLOAD_TTL": "71h", "ACK_RETENTION": "2h"}), 0)
+		if err == nil || !strings.Contains(err.Error(), "UPLOAD_TTL") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ResponseCapFitsALambdaResponse", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{"MAX_RESPONSE_BYTES": "6291456"}), 0)
+		if err == nil || !strings.Contains(err.Error(), "MAX_RESPONSE_BYTES") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("ZeroTTL", func(t *testing.T) {
 		if _, err := config.Load(env(map[string]string{"UPLOAD_TTL": "0s"}), 0); err == nil || !strings.Contains(err.Error(), "UPLOAD_TTL") {
 			t.Fatalf("got %v", err)

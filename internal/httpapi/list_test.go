@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // listPage is list's body.
@@ -291,4 +292,13 @@ func TestList(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestListFarCursorIs400: a cursor Encode could never make (a time
+// Postgres cannot hold) is the client's error, not a 500.
+func TestListFarCursorIs400(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	far := pendinguploads.Cursor{CreatedAt: time.UnixMicro(-1 << 62)}
+	res := get(t, listURL(srv, uuid.NewString())+"?after="+far.Encode(), srv.AdminToken)
+	wantError(t, res, http.StatusBadRequest, "invalid cursor", nil)
 }

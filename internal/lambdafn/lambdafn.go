@@ -16,6 +16,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // MustInit reads the configuration and assembles the app. On a bad or
@@ -40,8 +41,10 @@ func MustInit(need config.Requirement) *app.App {
 }
 
 // Margin is kept back from the invocation's deadline, so that a slow
-// dependency ends in our 503 rather than in the platform's timeout.
-const Margin = time.Second
+// dependency ends in our 503 rather than in the platform's timeout: it
+// covers the bounded cleanup after a failure (pendinguploads.CleanupBudget)
+// and writing the answer.
+const Margin = pendinguploads.CleanupBudget + time.Second
 
 // WithMargin returns ctx with its deadline moved Margin earlier.
 func WithMargin(ctx context.Context) (context.Context, context.CancelFunc) {

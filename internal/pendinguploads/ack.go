@@ -62,7 +62,14 @@ func (s *Store) Ack(ctx context.Context, workspaceID, fileID uuid.UUID) (AckResu
 		return AlreadyAcked, nil
 	case updated == 1:
 		return Acked, nil
-	default:
-		return Raced, nil
 	}
+	// Found unacked, yet not updated: a concurrent ack got there first
+	// (the row is acked now) or a sweep deleted it (the row is gone).
+	var gone bool
+	err = s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL)`,
+		fileID).Scan(&gone)
+	if err == nil && !gone {
+		return AlreadyAcked, nil
+	}
+	return Raced, nil
 }

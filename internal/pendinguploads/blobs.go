@@ -1,6 +1,22 @@
 package pendinguploads
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
+
+// PartialDeleteError is returned by a Blobs.Delete that removed some keys
+// and was refused the others (permissions, object lock, …): Refused names
+// them, so that a caller can go on with the rest.
+type PartialDeleteError struct {
+	Refused []string
+	Err     error // the first refusal
+}
+
+func (e *PartialDeleteError) Error() string {
+	return fmt.Sprintf("%d refused, first: %v", len(e.Refused), e.Err)
+}
+func (e *PartialDeleteError) Unwrap() error { return e.Err }
 
 // Blobs holds file bytes that are too large to keep inline in Postgres.
 // Keys are chosen by the Store (never derived from a file name).

@@ -96,10 +96,26 @@ func IsUnavailable(err error) bool {
 			pgErr.Code == "57P02", // crash_shutdown
 			pgErr.Code == "57P03", // cannot_connect_now: starting up
 			pgErr.Code == "53300", // too_many_connections
-			pgErr.Code == "55P03": // lock_not_available: lock_timeout
+			pgErr.Code == "55P03", // lock_not_available: lock_timeout
+			pgErr.Code == "40001", // serialization_failure: a retry may pass
+			pgErr.Code == "40P01": // deadlock_detected: likewise
 			return true
 		}
 		return false
+	}
+	// An object store (S3) that throttles or fails on its side after the
+	// SDK's own retries. Matched by behaviour, so storage needs no SDK.
+	var coded interface{ ErrorCode() string }
+	if errors.As(err, &coded) {
+		switch coded.ErrorCode() {
+		case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout",
+			"Throttling", "ThrottlingException", "RequestLimitExceeded":
+			return true
+		}
+	}
+	var status interface{ HTTPStatusCode() int }
+	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
+		return true
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

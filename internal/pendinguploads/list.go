@@ -24,6 +24,9 @@ type Cursor struct {
 	FileID    uuid.UUID
 }
 
+// maxCursorMicros bounds a cursor's time: the year 3000.
+var maxCursorMicros = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+
 // cursorLen is 8 bytes of Unix microseconds (Postgres's precision) and
 // 16 bytes of file ID.
 const cursorLen = 8 + 16
@@ -49,8 +52,13 @@ func DecodeCursor(s string) (Cursor, error) {
 	if err != nil || len(b) != cursorLen {
 		return Cursor{}, ErrBadCursor
 	}
+	micros := int64(binary.BigEndian.Uint64(b[:8]))
+	if micros < 0 || micros >= maxCursorMicros {
+		// Encode never makes these, and Postgres refuses the far ones.
+		return Cursor{}, ErrBadCursor
+	}
 	var c Cursor
-	c.CreatedAt = time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()
+	c.CreatedAt = time.UnixMicro(micros).UTC()
 	copy(c.FileID[:], b[8:])
 	return c, nil
 }

@@ -2,6 +2,7 @@ package pendinguploads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,20 +40,15 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	if ackRetention < 0 {
 		ackRetention = 0
 	}
-	n, err := s.sweepPass(ctx, sweepAcked, ackRetention)
-	res.Acked = n
-	if err != nil {
-		return res, err
-	}
-	n, err = s.sweepPass(ctx, sweepExpired, 0)
-	res.Expired = n
-	if err != nil {
-		return res, err
-	}
+	// Each pass runs even when another failed: a stuck object in one must
+	// not keep the other's rows forever.
+	var errAcked, errExpired, errPresigned error
+	res.Acked, errAcked = s.sweepPass(ctx, sweepAcked, ackRetention)
+	res.Expired, errExpired = s.sweepPass(ctx, sweepExpired, 0)
 	// Expired presigns are bookkeeping: not counted; their staging
 	// objects go by the bucket's lifecycle rule.
-	_, err = s.sweepPresigned(ctx)
-	return res, err
+	_, errPresigned = s.sweepPresigned(ctx)
+	return res, errors.Join(errAcked, errExpired, errPresigned)
 }
 
 type sweepKind struct {
@@ -105,6 +101,7 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 	}
 	var ids []uuid.UUID
 	var keys []string
+	keyOf := map[uuid.UUID]string{}
 	for rows.Next() {
 		var id uuid.UUID
 		var key *string
@@ -115,6 +112,7 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 		ids = append(ids, id)
 		if key != nil {
 			keys = append(keys, *key)
+			keyOf[id] = *key
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -123,8 +121,26 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	var refusedErr error
 	if len(keys) > 0 {
-		if err := s.Blobs.Delete(ctx, keys); err != nil {
+		err := s.Blobs.Delete(ctx, keys)
+		var partial *PartialDeleteError
+		switch {
+		case errors.As(err, &partial):
+			// Keep the rows whose objects are still there; delete the rest.
+			refused := make(map[string]bool, len(partial.Refused))
+			for _, k := range partial.Refused {
+				refused[k] = true
+			}
+			kept := ids[:0]
+			for _, id := range ids {
+				if !refused[keyOf[id]] {
+					kept = append(kept, id)
+				}
+			}
+			ids = kept
+			refusedErr = fmt.Errorf("delete %d objects: %w", len(keys), err)
+		case err != nil:
 			return 0, fmt.Errorf("delete %d objects: %w", len(keys), err)
 		}
 	}
@@ -135,6 +151,11 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 		retentionMicros, ids)
 	if err != nil {
 		return 0, err
+	}
+	if refusedErr != nil {
+		// Counted, and reported: the pass stops here and the sweep fails,
+		// so the refusal shows in the metrics and the alarm.
+		return int(tag.RowsAffected()), refusedErr
 	}
 	return int(tag.RowsAffected()), nil
 }

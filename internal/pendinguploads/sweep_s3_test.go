@@ -23,12 +23,19 @@ import (
 // is told otherwise).
 type faultyBlobs struct {
 	pendinguploads.Blobs
-	failBefore, failAfter atomic.Bool
+	failBefore, failAfter, refuseFirst atomic.Bool
 }
 
 func (f *faultyBlobs) Delete(ctx context.Context, keys []string) error {
 	if f.failBefore.Swap(false) {
 		return errors.New("injected: S3 unreachable")
+	}
+	if f.refuseFirst.Swap(false) && len(keys) > 1 {
+		// S3 deletes all but the first key and refuses that one.
+		if err := f.Blobs.Delete(ctx, keys[1:]); err != nil {
+			return err
+		}
+		return &pendinguploads.PartialDeleteError{Refused: keys[:1], Err: errors.New("injected: AccessDenied")}
 	}
 	err := f.Blobs.Delete(ctx, keys)
 	if f.failAfter.Swap(false) {
@@ -63,6 +70,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 		{"S3FailsBeforeDeleting", func(b *faultyBlobs, _ *faultyDB) { b.failBefore.Store(true) }},
 		{"S3FailsAfterDeleting", func(b *faultyBlobs, _ *faultyDB) { b.failAfter.Store(true) }},
 		{"RowDeleteFailsAfterObjectsGone", func(_ *faultyBlobs, d *faultyDB) { d.failRowDelete.Store(true) }},
+		{"S3RefusesOneKey", func(b *faultyBlobs, _ *faultyDB) { b.refuseFirst.Store(true) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

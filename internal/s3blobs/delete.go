@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // MaxDeleteBatch is the most keys S3 accepts in one DeleteObjects request.
@@ -28,12 +30,13 @@ func (e *DeleteError) Error() string {
 // retried Delete is harmless; an empty slice sends nothing.
 //
 // When S3 refuses some keys, Delete still sends the remaining batches and
-// then returns an error wrapping a *DeleteError for the first refused key.
+// then returns an error wrapping a *pendinguploads.PartialDeleteError that
+// names every refused key and wraps a *DeleteError for the first.
 // A failed request (transport, throttling after retries, a missing bucket)
 // stops Delete at once; keys of earlier batches are gone by then.
 func (s *Store) Delete(ctx context.Context, keys []string) error {
 	var first *DeleteError
-	failed := 0
+	var refused []string
 	for start := 0; start < len(keys); start += MaxDeleteBatch {
 		batch := keys[start:min(start+MaxDeleteBatch, len(keys))]
 		objs := make([]types.ObjectIdentifier, len(batch))
@@ -48,14 +51,14 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 			return fmt.Errorf("delete keys %d-%d of %d: %w", start, start+len(batch)-1, len(keys), err)
 		}
 		for _, e := range out.Errors {
-			failed++
+			refused = append(refused, aws.ToString(e.Key))
 			if first == nil {
 				first = &DeleteError{Key: aws.ToString(e.Key), Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)}
 			}
 		}
 	}
 	if first != nil {
-		return fmt.Errorf("delete %d keys: %d refused, first: %w", len(keys), failed, first)
+		return fmt.Errorf("delete %d keys: %w", len(keys), &pendinguploads.PartialDeleteError{Refused: refused, Err: first})
 	}
 	return nil
 }

@@ -18,6 +18,11 @@ const OctetStream = "application/octet-stream"
 //
 // The result is "", OctetStream, or a type/subtype of printable ASCII
 // without spaces, and Mimetype(Mimetype(x)) == Mimetype(x).
+// MaxMimetypeBytes is the longest type kept: real ones are far shorter
+// (RFC 6838 caps each half at 127 characters), and an unbounded one would
+// bloat every listing it appears in.
+const MaxMimetypeBytes = 255
+
 func Mimetype(ct string) string {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
@@ -25,6 +30,9 @@ func Mimetype(ct string) string {
 	ct = strings.TrimSpace(ct)
 	if ct == "" {
 		return ""
+	}
+	if len(ct) > MaxMimetypeBytes {
+		return OctetStream
 	}
 	for i := 0; i < len(ct); i++ {
 		if c := ct[i]; c < 0x21 || c > 0x7e {

@@ -79,3 +79,14 @@ func FuzzMimetype(f *testing.F) {
 		}
 	})
 }
+
+func TestMimetypeLengthCap(t *testing.T) {
+	long := "application/" + strings.Repeat("x", MaxMimetypeBytes)
+	if got := Mimetype(long); got != OctetStream {
+		t.Fatalf("a %d-byte type: got %q, want %q", len(long), got, OctetStream)
+	}
+	atCap := "a/" + strings.Repeat("b", MaxMimetypeBytes-2)
+	if got := Mimetype(atCap); got != atCap {
+		t.Fatalf("a type of exactly %d bytes: got %q", MaxMimetypeBytes, got)
+	}
+}

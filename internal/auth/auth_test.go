@@ -1,0 +1,108 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const admin = "an-admin-token-of-some-length"
+
+func bearer(tok string) *http.Request {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.MustOpen(t)
+	a, err := auth.NewAuthenticator(pool, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := uuid.New()
+	tok, info, err := auth.CreateToken(ctx, pool, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := pool.QueryRow(ctx, `SELECT token_hash FROM workspace_auth_tokens WHERE id = $1`, info.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) == tok || len(stored) != 32 || !strings.HasPrefix(tok, info.Prefix) {
+		t.Fatalf("stored %x for token prefix %s: want only its SHA-256", stored, info.Prefix)
+	}
+
+	t.Run("Admin", func(t *testing.T) {
+		p, err := a.Authenticate(ctx, bearer(admin))
+		if err != nil || !p.Admin || !p.Allows(uuid.New()) {
+			t.Fatalf("got %+v, %v", p, err)
+		}
+	})
+	t.Run("Workspace", func(t *testing.T) {
+		p, err := a.Authenticate(ctx, bearer(tok))
+		if err != nil || p.Admin || !p.Allows(ws) || p.Allows(uuid.New()) {
+			t.Fatalf("got %+v, %v", p, err)
+		}
+	})
+	t.Run("ErrMissing", func(t *testing.T) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Basic "+tok)
+		if _, err := a.Authenticate(ctx, r); !errors.Is(err, auth.ErrMissing) {
+			t.Fatalf("got %v, want ErrMissing", err)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, bad := range []string{admin + "x", tok + "x", "pu_nope", strings.Repeat("a", 600)} {
+			if _, err := a.Authenticate(ctx, bearer(bad)); !errors.Is(err, auth.ErrInvalid) {
+				t.Fatalf("%q: got %v, want ErrInvalid", bad, err)
+			}
+		}
+	})
+	t.Run("Revoked", func(t *testing.T) {
+		if n, err := auth.RevokeToken(ctx, pool, ws, info.Prefix); err != nil || n != 1 {
+			t.Fatalf("revoke: %d, %v", n, err)
+		}
+		if _, err := a.Authenticate(ctx, bearer(tok)); !errors.Is(err, auth.ErrInvalid) {
+			t.Fatalf("revoked token: got %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("StampIsBestEffort", func(t *testing.T) {
+		// A read-only session cannot stamp last_used_at; the token still works.
+		tok2, _, err := auth.CreateToken(ctx, pool, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE workspace_auth_tokens SET last_used_at = NULL`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `ALTER DATABASE `+currentDB(t, pool)+` SET default_transaction_read_only = on`); err != nil {
+			t.Fatal(err)
+		}
+		pool.Reset() // new connections pick the setting up
+		if _, err := a.Authenticate(ctx, bearer(tok2)); err != nil {
+			t.Fatalf("read-only database: got %v, want the token accepted", err)
+		}
+	})
+}
+
+func currentDB(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var name string
+	if err := pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return pgx.Identifier{name}.Sanitize()
+}
