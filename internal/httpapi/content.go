@@ -21,7 +21,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	rec, err := a.store.Get(ctx, ws, id)
+	rec, stamped, err := a.store.Fetch(ctx, ws, id)
 	switch {
 	case errors.Is(err, pendinguploads.ErrNotFound):
 		writeError(w, http.StatusNotFound, msgGone)
@@ -61,7 +61,11 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		a.storageFailure(w, r, "open", err, "workspace_id", ws, "file_id", id)
 		return
 	}
-	a.markFetched(r, rec, "body")
+	if stamped {
+		a.fetched(rec, "body")
+	} else {
+		a.markFetched(r, rec, "body")
+	}
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
@@ -78,10 +82,15 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 // markFetched stamps fetched_at; a failure is logged, not answered: the
 // bytes are good either way.
 func (a *API) markFetched(r *http.Request, rec pendinguploads.Record, via string) {
-	log := a.logger().With("workspace_id", rec.WorkspaceID, "file_id", rec.FileID, "size", rec.SizeBytes, "filename", rec.Filename)
 	if err := a.store.MarkFetched(r.Context(), rec.WorkspaceID, rec.FileID); err != nil {
-		log.Warn("fetched_at not stamped", "err", err)
+		a.logger().Warn("fetched_at not stamped", "workspace_id", rec.WorkspaceID, "file_id", rec.FileID, "err", err)
 	}
-	log.Info("fetched", "via", via)
+	a.fetched(rec, via)
+}
+
+// fetched logs and counts a fetch whose fetched_at is stamped.
+func (a *API) fetched(rec pendinguploads.Record, via string) {
+	a.logger().Info("fetched", "via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
+		"size", rec.SizeBytes, "filename", rec.Filename)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

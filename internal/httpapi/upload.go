@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -50,7 +49,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit})
 		return
 	}
-	items, status, body := a.readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit)
+	items, status, body := a.readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit, r.ContentLength)
 	if status != 0 {
 		var attrs []any
 		for _, k := range []string{"filename", "size", "max"} {
@@ -67,7 +66,15 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) {
 
 // readFiles reads the parts named "files" that carry a file name, in
 // order. On bad input it returns the status and JSON body to answer.
-func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pendinguploads.PutItem, int, map[string]any) {
+// With the body's length known (sizeHint > 0, already checked against
+// limit), every file is read into one buffer of that size: the parts'
+// bytes always fit in the body that carries them, so a request costs one
+// allocation of its size, not a doubling buffer per file.
+func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) ([]pendinguploads.PutItem, int, map[string]any) {
+	var arena []byte
+	if sizeHint > 0 {
+		arena = make([]byte, 0, sizeHint)
+	}
 	malformed := func(err error) (int, map[string]any) {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit}
@@ -104,12 +111,13 @@ func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pending
 			return nil, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("too many files (limit %d)", MaxFiles)}
 		}
 		name := sanitize.Filename(raw)
-		var buf bytes.Buffer
-		n, err := buf.ReadFrom(io.LimitReader(part, pendinguploads.MaxFileBytes+1))
+		var content []byte
+		arena, content, err = readPart(arena, part, pendinguploads.MaxFileBytes)
 		if err != nil {
 			s, b := malformed(err)
 			return nil, s, b
 		}
+		n := int64(len(content))
 		if n > pendinguploads.MaxFileBytes {
 			rest, err := io.Copy(io.Discard, part)
 			if err != nil {
@@ -123,7 +131,7 @@ func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pending
 			return nil, http.StatusBadRequest, map[string]any{"error": "empty file", "filename": name}
 		}
 		items = append(items, pendinguploads.PutItem{
-			Content:  buf.Bytes(),
+			Content:  content,
 			Filename: name,
 			Mimetype: sanitize.Mimetype(part.Header.Get("Content-Type")),
 		})
@@ -132,6 +140,28 @@ func (a *API) readFiles(body io.Reader, boundary string, limit int64) ([]pending
 		return nil, http.StatusBadRequest, map[string]any{"error": "no files field in request"}
 	}
 	return items, 0, nil
+}
+
+// readPart appends at most limit+1 bytes of r to arena and returns the
+// arena and the bytes read, as a slice of it that later appends cannot
+// overwrite. It grows the arena only when the hint was short (a chunked
+// body); slices handed out earlier keep the old array alive.
+func readPart(arena []byte, r io.Reader, limit int64) ([]byte, []byte, error) {
+	start := len(arena)
+	lr := io.LimitReader(r, limit+1)
+	for {
+		if len(arena) == cap(arena) {
+			arena = slices.Grow(arena, max(32<<10, len(arena)-start))
+		}
+		n, err := lr.Read(arena[len(arena):cap(arena)])
+		arena = arena[:len(arena)+n]
+		if err == io.EOF {
+			return arena, arena[start:len(arena):len(arena)], nil
+		}
+		if err != nil {
+			return arena, nil, err
+		}
+	}
 }
 
 // partDisposition reads a part's Content-Disposition: its field name, its
@@ -157,7 +187,7 @@ func partDisposition(p *multipart.Part) (field, filename string, isFile bool, er
 // the rows committed.
 func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) bool {
 	ctx := r.Context()
-	recs, err := a.putWithActivity(ctx, ws, items, claim)
+	recs, err := a.store.Stage(ctx, ws, items, claim)
 	if errors.Is(err, pendinguploads.ErrNotFound) && len(claim) > 0 {
 		// Another commit of the same upload won the race.
 		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": claim[0].String()})
@@ -182,51 +212,6 @@ func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items 
 	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
 	writeJSON(w, http.StatusOK, map[string]any{"files": out})
 	return true
-}
-
-// putWithActivity commits the rows and one activity row per file
-// together, or nothing; objects written for a failed batch are discarded.
-// With claim, the same transaction consumes those presigned uploads, so
-// each commits at most once.
-func (a *API) putWithActivity(ctx context.Context, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) ([]pendinguploads.Record, error) {
-	// Objects already placed in the bucket (committed presigned uploads)
-	// go too if nothing commits; PutBatchTx discards the ones it writes.
-	placed := make([]pendinguploads.Record, 0, len(items))
-	for _, it := range items {
-		if it.InBucket {
-			placed = append(placed, pendinguploads.Record{S3Key: pendinguploads.ObjectKey(ws, it.FileID)})
-		}
-	}
-	tx, err := a.db.Begin(ctx)
-	if err != nil {
-		a.store.DiscardBlobs(ctx, placed)
-		return nil, fmt.Errorf("begin: %w", wrapUnavailable(err))
-	}
-	defer pendinguploads.Rollback(ctx, tx)
-	if len(claim) > 0 {
-		if err := pendinguploads.ClaimPresignedTx(ctx, tx, ws, claim); err != nil {
-			a.store.DiscardBlobs(ctx, placed)
-			return nil, err
-		}
-	}
-	recs, err := a.store.PutBatchTx(ctx, tx, ws, items)
-	if err != nil {
-		a.store.DiscardBlobs(ctx, placed)
-		return nil, err
-	}
-	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
-		a.store.DiscardBlobs(ctx, recs)
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		// A COMMIT whose answer was lost may have committed: then the
-		// objects are the files' bytes and must stay.
-		if !pendinguploads.CommitOutcomeUnknown(err) {
-			a.store.DiscardBlobs(ctx, recs)
-		}
-		return nil, fmt.Errorf("commit: %w", wrapUnavailable(err))
-	}
-	return recs, nil
 }
 
 // wrapUnavailable marks a raw pgx error as unavailability where it is one,

@@ -19,16 +19,26 @@ type activityBody struct {
 
 // InsertActivityTx writes one activity_logs row per record, in one
 // statement, inside the caller's transaction: platforms whose workspaces
-// poll activity_logs learn of the upload from it.
+// poll activity_logs learn of the upload from it. (Stage writes them in
+// the same round trip as the rows.)
 func InsertActivityTx(ctx context.Context, tx pgx.Tx, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	b := &pgx.Batch{}
+	if err := queueActivity(b, recs); err != nil {
+		return err
+	}
+	return wrap("activity: insert", tx.SendBatch(ctx, b).Close())
+}
+
+// queueActivity queues the INSERT of one activity row per record.
+func queueActivity(b *pgx.Batch, recs []Record) error {
 	workspaces := make([]string, len(recs))
 	summaries := make([]string, len(recs))
 	bodies := make([]string, len(recs))
 	for i, r := range recs {
-		b, err := json.Marshal(activityBody{
+		body, err := json.Marshal(activityBody{
 			FileID: r.FileID.String(), Name: r.Filename, Mimetype: r.Mimetype, Size: r.SizeBytes, URI: r.URI(),
 		})
 		if err != nil {
@@ -36,12 +46,12 @@ func InsertActivityTx(ctx context.Context, tx pgx.Tx, recs []Record) error {
 		}
 		workspaces[i] = r.WorkspaceID.String()
 		summaries[i] = "chat_upload_receive: " + r.Filename
-		bodies[i] = string(b)
+		bodies[i] = string(body)
 	}
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 		INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
 		SELECT u.ws, 'a2a_receive', 'chat_upload_receive', u.ws, u.summary, 'ok', u.body::jsonb
 		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(ws, summary, body)`,
 		workspaces, summaries, bodies)
-	return wrap("activity: insert", err)
+	return nil
 }

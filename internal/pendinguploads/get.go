@@ -56,3 +56,30 @@ func (s *Store) MarkFetched(ctx context.Context, workspaceID, fileID uuid.UUID) 
 	}
 	return nil
 }
+
+// Fetch is Get for serving: for a row whose bytes are inline it also
+// stamps fetched_at, in the same statement (stamped is true). A row held
+// in the blob store is returned unstamped, since its bytes are not read
+// yet; the caller stamps it with MarkFetched once it serves them. Errors
+// are Get's.
+func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (rec Record, stamped bool, err error) {
+	var r Record
+	err = s.db.QueryRow(ctx, `
+		UPDATE pending_uploads SET fetched_at = now()
+		WHERE file_id = $1 AND workspace_id = $2 AND acked_at IS NULL AND expires_at > now() AND s3_key IS NULL
+		RETURNING file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+		          created_at, fetched_at, acked_at, expires_at, content`,
+		fileID, workspaceID).Scan(
+		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
+		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &r.Content)
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, false, wrap(fmt.Sprintf("fetch %s", fileID), err)
+	}
+	// Not an inline row of this workspace that is visible: in the bucket,
+	// another workspace's, or gone. Get tells which.
+	r, err = s.Get(ctx, workspaceID, fileID)
+	return r, false, err
+}

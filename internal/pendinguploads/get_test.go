@@ -93,3 +93,31 @@ func fetchedAt(t *testing.T, s *pendinguploads.Store, ws, id uuid.UUID) time.Tim
 	}
 	return *r.FetchedAt
 }
+
+// TestFetchStampsInlineInOneStatement: an inline row is read and stamped
+// by one statement; another workspace's row is neither read nor stamped.
+func TestFetchStampsInlineInOneStatement(t *testing.T) {
+	s, pool, tr := openTraced(t)
+	ctx := context.Background()
+	ws := uuid.New()
+	rec, err := s.Put(ctx, ws, []byte("inline bytes"), "a.txt", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := tr.total()
+	got, stamped, err := s.Fetch(ctx, ws, rec.FileID)
+	if err != nil || !stamped || string(got.Content) != "inline bytes" || got.FetchedAt == nil {
+		t.Fatalf("got %+v stamped=%v err=%v", got, stamped, err)
+	}
+	if n := tr.total() - before; n != 1 {
+		t.Fatalf("statements: got %d, want 1", n)
+	}
+	other := mustPut(t, s, ws, "b.txt")
+	if _, _, err := s.Fetch(ctx, uuid.New(), other.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
+		t.Fatalf("other workspace: got %v, want ErrWrongWorkspace", err)
+	}
+	var fetched *time.Time
+	if err := pool.QueryRow(ctx, `SELECT fetched_at FROM pending_uploads WHERE file_id = $1`, other.FileID).Scan(&fetched); err != nil || fetched != nil {
+		t.Fatalf("another workspace's fetch stamped the row: %v, %v", fetched, err)
+	}
+}

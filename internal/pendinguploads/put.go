@@ -48,21 +48,36 @@ func (s *Store) Put(ctx context.Context, workspaceID uuid.UUID, content []byte, 
 // none does. It validates every item before any I/O (ErrEmptyContent,
 // ErrTooLarge, ErrEmptyFilename, ErrFilenameTooLong, ErrTooManyItems,
 // each inside an *ItemError naming the item), writes large items to the
-// blob store, and inserts all rows in one statement, one round trip.
-// Records come back in input order, without Content.
+// blob store, and inserts all rows in one statement, one round trip: the
+// statement is its own transaction. Records come back in input order,
+// without Content.
 func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
+	return s.stage(ctx, s.db, workspaceID, items, false)
+}
+
+// Stage is PutBatch plus one activity_logs row per file (see
+// InsertActivityTx), all in one round trip and one transaction: the upload
+// handler's write. With claim, the same transaction first consumes those
+// presigned uploads (see ClaimPresignedTx), and Stage returns ErrNotFound,
+// storing nothing, when any is gone.
+func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutItem, claim []uuid.UUID) ([]Record, error) {
+	if len(claim) == 0 {
+		return s.stage(ctx, s.db, workspaceID, items, true)
+	}
 	if err := validate(items); err != nil {
 		return nil, err
 	}
-	if len(items) == 0 {
-		return nil, nil
-	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, wrap("put batch: begin", err)
+		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+		return nil, wrap("stage: begin", err)
 	}
 	defer Rollback(ctx, tx)
-	recs, err := s.PutBatchTx(ctx, tx, workspaceID, items)
+	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim); err != nil {
+		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+		return nil, err
+	}
+	recs, err := s.stage(ctx, tx, workspaceID, items, true)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +85,7 @@ func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []Put
 		if !CommitOutcomeUnknown(err) {
 			s.DiscardBlobs(ctx, recs)
 		}
-		return nil, wrap("put batch: commit", err)
+		return nil, wrap("stage: commit", err)
 	}
 	return recs, nil
 }
@@ -84,12 +99,58 @@ func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []Put
 // returned records; objects that escape even that (a crash) are removed by
 // the bucket's backstop lifecycle rule.
 func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
+	return s.stage(ctx, tx, workspaceID, items, false)
+}
+
+// batcher sends a pgx.Batch: the pool (one implicit transaction) or a tx.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// stage validates, writes blobs, then sends the rows (and the activity
+// rows) as one batch on db. On the pool, a batch is one implicit
+// transaction; in a tx, it is part of the caller's.
+func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, items []PutItem, activity bool) ([]Record, error) {
 	if err := validate(items); err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
 		return nil, nil
 	}
+	recs, err := s.prepare(workspaceID, items)
+	if err != nil {
+		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+		return nil, err
+	}
+	if err := s.writeBlobs(ctx, items, recs); err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	got := s.queueInsert(b, workspaceID, items, recs)
+	if activity {
+		if err := queueActivity(b, recs); err != nil {
+			s.DiscardBlobs(ctx, recs)
+			return nil, err
+		}
+	}
+	err = db.SendBatch(ctx, b).Close()
+	if err == nil && *got != len(recs) {
+		err = fmt.Errorf("inserted %d rows, want %d", *got, len(recs))
+	}
+	if err != nil {
+		// On the pool the batch was its own transaction: if its answer was
+		// lost it may have committed, and then the objects must stay.
+		if _, inTx := db.(pgx.Tx); inTx || !CommitOutcomeUnknown(err) {
+			s.DiscardBlobs(ctx, recs)
+		}
+		return nil, wrap("put batch", err)
+	}
+	return recs, nil
+}
+
+// prepare makes the records of items: IDs, digests, and where each
+// file's bytes go.
+func (s *Store) prepare(workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
 	recs := make([]Record, len(items))
 	for i, it := range items {
 		recs[i] = Record{
@@ -112,11 +173,27 @@ func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID
 			recs[i].S3Key = ObjectKey(workspaceID, recs[i].FileID)
 		}
 	}
-	if err := s.writeBlobs(ctx, items, recs); err != nil {
-		return nil, err
-	}
+	return recs, nil
+}
 
-	n := len(items)
+// placed returns records naming the objects the caller already put in the
+// bucket for items, so that a failure before prepare can discard them.
+func (s *Store) placed(workspaceID uuid.UUID, items []PutItem) []Record {
+	var recs []Record
+	for _, it := range items {
+		if it.InBucket {
+			recs = append(recs, Record{S3Key: ObjectKey(workspaceID, it.FileID)})
+		}
+	}
+	return recs
+}
+
+// queueInsert queues the INSERT of recs and fills their created_at and
+// expires_at when the batch runs; *got counts the rows that came back.
+// One row takes a plain VALUES insert; several go through unnest, one
+// statement either way.
+func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []PutItem, recs []Record) *int {
+	n := len(recs)
 	ids := make([]uuid.UUID, n)
 	contents := make([][]byte, n)
 	keys := make([]*string, n)
@@ -132,46 +209,43 @@ func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID
 			contents[i] = items[i].Content
 		}
 	}
-	rows, err := tx.Query(ctx, `
-		INSERT INTO pending_uploads
+	const returning = ` RETURNING file_id, created_at, expires_at`
+	var sql string
+	var args []any
+	if n == 1 {
+		sql = `INSERT INTO pending_uploads
+		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
+		VALUES ($2, $1, $3, $4, $5, $6, $7, $8, now(), now() + $9::bigint * interval '1 microsecond')` + returning
+		args = []any{workspaceID, ids[0], contents[0], keys[0], sizes[0], sums[0], names[0], types[0], s.ttl().Microseconds()}
+	} else {
+		sql = `INSERT INTO pending_uploads
 		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		SELECT u.file_id, $1, u.content, u.s3_key, u.size_bytes, u.sha256, u.filename, u.mimetype,
 		       now(), now() + $9::bigint * interval '1 microsecond'
 		FROM unnest($2::uuid[], $3::bytea[], $4::text[], $5::bigint[], $6::bytea[], $7::text[], $8::text[])
-		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		RETURNING file_id, created_at, expires_at`,
-		workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds())
-	if err != nil {
-		s.DiscardBlobs(ctx, recs)
-		return nil, wrap("put batch: insert", err)
+		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)` + returning
+		args = []any{workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds()}
 	}
 	byID := make(map[uuid.UUID]*Record, n)
 	for i := range recs {
 		byID[recs[i].FileID] = &recs[i]
 	}
-	var got int
-	for rows.Next() {
-		var id uuid.UUID
-		var created, expires time.Time
-		if err := rows.Scan(&id, &created, &expires); err != nil {
-			rows.Close()
-			s.DiscardBlobs(ctx, recs)
-			return nil, wrap("put batch: scan", err)
+	got := new(int)
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id uuid.UUID
+			var created, expires time.Time
+			if err := rows.Scan(&id, &created, &expires); err != nil {
+				return err
+			}
+			if r := byID[id]; r != nil {
+				r.CreatedAt, r.ExpiresAt = created, expires
+				*got++
+			}
 		}
-		if r := byID[id]; r != nil {
-			r.CreatedAt, r.ExpiresAt = created, expires
-			got++
-		}
-	}
-	if err := rows.Err(); err != nil {
-		s.DiscardBlobs(ctx, recs)
-		return nil, wrap("put batch: insert", err)
-	}
-	if got != n {
-		s.DiscardBlobs(ctx, recs)
-		return nil, fmt.Errorf("put batch: inserted %d rows, want %d", got, n)
-	}
-	return recs, nil
+		return rows.Err()
+	})
+	return got
 }
 
 // blobConcurrency bounds the parallel writes of one batch to the blob store.

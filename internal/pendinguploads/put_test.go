@@ -220,3 +220,26 @@ func TestPutBatchTxLeavesCommitToCaller(t *testing.T) {
 		t.Fatalf("activity row: got %s %s %s %s %s %s %d", typ, method, target, status, fileID, uri, size)
 	}
 }
+
+// TestStageOneRoundTrip: rows and activity rows go as one batch, with no
+// BEGIN or COMMIT of their own (the batch is one implicit transaction),
+// and a refusal of the activity rows takes the file rows with it.
+func TestStageOneRoundTrip(t *testing.T) {
+	s, pool, tr := openTraced(t)
+	ctx := context.Background()
+	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+	if _, err := s.Stage(ctx, uuid.New(), items, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr.count("INSERT INTO pending_uploads") != 1 || tr.count("INSERT INTO activity_logs") != 1 || tr.count("begin") != 0 {
+		t.Fatalf("statements: got %d row inserts, %d activity inserts, %d begins; want 1, 1, 0",
+			tr.count("INSERT INTO pending_uploads"), tr.count("INSERT INTO activity_logs"), tr.count("begin"))
+	}
+	mustExec(t, pool, `ALTER TABLE activity_logs ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`)
+	if _, err := s.Stage(ctx, uuid.New(), items, nil); err == nil {
+		t.Fatal("stage with refused activity rows succeeded")
+	}
+	if n := countRows(t, pool, "pending_uploads"); n != 2 {
+		t.Fatalf("rows: got %d, want the first stage's 2 only", n)
+	}
+}
