@@ -243,6 +243,10 @@ func (r *Runtime) reap() {
 // Addr returns the Runtime API's host:port, as AWS_LAMBDA_RUNTIME_API holds it.
 func (r *Runtime) Addr() string { return r.addr }
 
+// Pid is the function process's ID, for measurements such as its peak
+// resident memory (/proc/<pid>/status).
+func (r *Runtime) Pid() int { return r.cmd.Process.Pid }
+
 // Logs returns what the process has written to stdout and stderr (the last
 // MiB), interleaved as written.
 func (r *Runtime) Logs() string { return r.out.String() }
