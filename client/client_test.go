@@ -11,8 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -394,31 +392,6 @@ func TestRetries(t *testing.T) {
 
 // tamperProxy serves srv through a proxy that changes content answers:
 // flip flips the body's first byte; digest replaces Content-Digest.
-func tamperProxy(t *testing.T, target string, flip bool, digest string) string {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != 200 {
-			return nil
-		}
-		if digest != "" {
-			resp.Header.Set("Content-Digest", digest)
-		}
-		if flip {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return err
-			}
-			b[0] ^= 0xff
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-		}
-		return nil
-	}
-	ps := httptest.NewServer(rp)
-	t.Cleanup(ps.Close)
-	return ps.URL
-}
 
 func TestDownloadIntegrity(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
@@ -434,8 +407,8 @@ func TestDownloadIntegrity(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, proxy := range map[string]string{
-		"FlippedByte":   tamperProxy(t, srv.URL, true, ""),
-		"AlteredHeader": tamperProxy(t, srv.URL, false, "sha-256=:"+strings.Repeat("A", 43)+"=:"),
+		"FlippedByte":   apptest.TamperProxy(t, srv.URL, true, ""),
+		"AlteredHeader": apptest.TamperProxy(t, srv.URL, false, "sha-256=:"+strings.Repeat("A", 43)+"=:"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := mustClient(t, proxy, srv.AdminToken)

@@ -14,31 +14,6 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/apptest"
 )
 
-// userFiles returns the files of dir, the state folder left out.
-func userFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == client.StateDirName {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fi, _ := e.Info()
-		if fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
-		}
-		out[e.Name()] = b
-	}
-	return out
-}
-
 func stateEntries(t *testing.T, dir string) []string {
 	ents, _ := os.ReadDir(filepath.Join(dir, client.StateDirName))
 	var out []string
@@ -80,7 +55,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 			t.Errorf("%s: not acked", d.Path)
 		}
 	}
-	got := userFiles(t, dir)
+	got := apptest.DirFiles(t, dir, client.StateDirName)
 	if len(got) != 4 || string(got["same.txt"]) != "mine" || !bytes.Equal(got["x_y.bin"], three) {
 		t.Fatalf("files: got %d: %v", len(got), keys(got))
 	}
@@ -129,14 +104,14 @@ func TestPullStoppedBeforeAck(t *testing.T) {
 	if files, _ := wsc.List(ctx, ws); len(files) != 1 {
 		t.Fatalf("after the crash: %d pending, want 1 (unacked)", len(files))
 	}
-	if got := userFiles(t, dir); !bytes.Equal(got["a.bin"], data) || len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, client.StateDirName); !bytes.Equal(got["a.bin"], data) || len(got) != 1 {
 		t.Fatalf("after the crash: got %v", keys(got))
 	}
 	res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
 	if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Recovered || !res.Delivered[0].Acked {
 		t.Fatalf("second pull: got %+v, %v", res, err)
 	}
-	if got := userFiles(t, dir); len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {
 		t.Fatalf("copies: got %v, want one", keys(got))
 	}
 	if files, _ := wsc.List(ctx, ws); len(files) != 0 {
@@ -187,7 +162,7 @@ func TestPullRecoveryStates(t *testing.T) {
 			if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Acked {
 				t.Fatalf("pull: got %+v, %v", res, err)
 			}
-			got := userFiles(t, dir)
+			got := apptest.DirFiles(t, dir, client.StateDirName)
 			if len(got) != len(tc.want) {
 				t.Fatalf("files: got %v, want %v", keys(got), tc.want)
 			}
@@ -223,12 +198,12 @@ func TestPullRefusesTamperedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	c := mustClient(t, tamperProxy(t, srv.URL, true, ""), tok)
+	c := mustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
 	res, err := client.NewPuller(c, ws, dir).Pull(ctx)
 	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 {
 		t.Fatalf("got %+v, %v; want one integrity error", res, err)
 	}
-	if got := userFiles(t, dir); len(got) != 0 {
+	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 0 {
 		t.Fatalf("files: got %v, want none", keys(got))
 	}
 	if st := stateEntries(t, dir); len(st) != 0 {

@@ -5,12 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,29 +112,6 @@ func fixture(t *testing.T, files map[string][]byte) ([]string, map[string][]byte
 	return paths, files
 }
 
-func userFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == client.StateDirName {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi, _ := e.Info(); fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
-		}
-		out[e.Name()] = b
-	}
-	return out
-}
-
 func unacked(t *testing.T, srv *apptest.Server, ws uuid.UUID) int {
 	t.Helper()
 	var n int
@@ -211,7 +183,7 @@ func TestUploadPullLs(t *testing.T) {
 			if err := json.Unmarshal([]byte(pull.stdout), &pr); err != nil || len(pr.Delivered) != 4 || len(pr.Errors) != 0 {
 				t.Fatalf("pull --json: got %q, %v", pull.stdout, err)
 			}
-			got := userFiles(t, dir)
+			got := apptest.DirFiles(t, dir, client.StateDirName)
 			wantNames := map[string]string{"small.txt": "small.txt", "name_with_space.pdf": "name with space.pdf", "mid.bin": "mid.bin", "big.bin": "big.bin"}
 			if len(got) != len(wantNames) {
 				t.Fatalf("inbox: got %d files, want %d", len(got), len(wantNames))
@@ -266,7 +238,7 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	vars[crashHookEnv] = "1"
 	r := exe(t, vars, "pull", "--workspace", ws.String(), "--dir", dir, "--once")
 	expect(t, r, crashExitCode, "pull with the crash hook")
-	if got := userFiles(t, dir); len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {
 		t.Fatalf("after the crash: got %d files, want 1", len(got))
 	}
 	if n := unacked(t, srv, ws); n != 2 {
@@ -277,7 +249,7 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	if !strings.Contains(r.stdout, "recovered from an interrupted pull") {
 		t.Fatalf("stdout: got %q", r.stdout)
 	}
-	got := userFiles(t, dir)
+	got := apptest.DirFiles(t, dir, client.StateDirName)
 	if len(got) != 2 || !bytes.Equal(got["a.txt"], want["a.txt"]) || !bytes.Equal(got["b.txt"], want["b.txt"]) {
 		t.Fatalf("inbox: got %d files (%v)", len(got), got)
 	}
@@ -294,31 +266,6 @@ func TestPullKilledBeforeAck(t *testing.T) {
 
 // tamperProxy serves target through a proxy that flips the first byte of
 // content bodies, or replaces their Content-Digest.
-func tamperProxy(t *testing.T, target string, flip bool, digest string) string {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != 200 {
-			return nil
-		}
-		if digest != "" {
-			resp.Header.Set("Content-Digest", digest)
-		}
-		if flip {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return err
-			}
-			b[0] ^= 0x01
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-		}
-		return nil
-	}
-	ps := httptest.NewServer(rp)
-	t.Cleanup(ps.Close)
-	return ps.URL
-}
 
 // TestPullTamperedRefused: a flipped byte, or a Content-Digest that does
 // not match: refused, nothing written, nothing acked.
@@ -329,8 +276,8 @@ func TestPullTamperedRefused(t *testing.T) {
 	paths, _ := fixture(t, map[string][]byte{"t.bin": randomBytes(10000, 5)})
 	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
 	for name, proxy := range map[string]string{
-		"FlippedByte":   tamperProxy(t, srv.URL, true, ""),
-		"AlteredDigest": tamperProxy(t, srv.URL, false, "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"),
+		"FlippedByte":   apptest.TamperProxy(t, srv.URL, true, ""),
+		"AlteredDigest": apptest.TamperProxy(t, srv.URL, false, "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -339,7 +286,7 @@ func TestPullTamperedRefused(t *testing.T) {
 			if !strings.Contains(r.stderr, "mismatch") || !strings.Contains(r.stderr, "not written, not acked") {
 				t.Fatalf("stderr: got %q", r.stderr)
 			}
-			if got := userFiles(t, dir); len(got) != 0 {
+			if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 0 {
 				t.Fatalf("inbox: got %d files, want none", len(got))
 			}
 			if n := unacked(t, srv, ws); n != 1 {
@@ -485,14 +432,14 @@ func TestPullInterval(t *testing.T) {
 	paths, _ := fixture(t, map[string][]byte{"late.txt": []byte("late")})
 	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
 	deadline := time.Now().Add(10 * time.Second)
-	for len(userFiles(t, dir)) == 0 && time.Now().Before(deadline) {
+	for len(apptest.DirFiles(t, dir, client.StateDirName)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d, want 0; stderr %q", code, errb.String())
 	}
-	if got := userFiles(t, dir); string(got["late.txt"]) != "late" {
+	if got := apptest.DirFiles(t, dir, client.StateDirName); string(got["late.txt"]) != "late" {
 		t.Fatalf("inbox: got %v", got)
 	}
 }

@@ -1,0 +1,70 @@
+package apptest
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TamperProxy is a loopback proxy in front of target that corrupts the
+// 200 answers of the content route: with flip, it inverts the first byte
+// of the body; with digest set, it replaces the Content-Digest header.
+// Clients under test must refuse what comes through it.
+func TamperProxy(tb testing.TB, target string, flip bool, digest string) string {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		if digest != "" {
+			resp.Header.Set("Content-Digest", digest)
+		}
+		if flip {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			b[0] ^= 0xff
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		return nil
+	}
+	ps := httptest.NewServer(rp)
+	tb.Cleanup(ps.Close)
+	return ps.URL
+}
+
+// DirFiles returns the regular files of dir by name, leaving out the
+// entry named skip (a state folder).
+func DirFiles(tb testing.TB, dir, skip string) map[string][]byte {
+	tb.Helper()
+	out := map[string][]byte{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == skip {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
