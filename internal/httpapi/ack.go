@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
@@ -19,17 +18,8 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.store.Ack(r.Context(), ws, id)
-	switch {
-	case errors.Is(err, pendinguploads.ErrNotFound):
-		writeError(w, http.StatusNotFound, msgGone)
-		return
-	case errors.Is(err, pendinguploads.ErrWrongWorkspace):
-		a.logger().Warn("refused", "reason", "file of another workspace", "op", "ack",
-			"workspace_id", ws, "file_id", id, "token_prefix", p.TokenPrefix)
-		writeError(w, http.StatusNotFound, msgNotYours)
-		return
-	case err != nil:
-		a.storageFailure(w, r, "ack", err, "workspace_id", ws, "file_id", id)
+	if err != nil {
+		a.fileFailure(w, r, "ack", ws, id, p, err)
 		return
 	}
 	switch res {

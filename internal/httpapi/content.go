@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -22,17 +21,8 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	rec, stamped, err := a.store.Fetch(ctx, ws, id)
-	switch {
-	case errors.Is(err, pendinguploads.ErrNotFound):
-		writeError(w, http.StatusNotFound, msgGone)
-		return
-	case errors.Is(err, pendinguploads.ErrWrongWorkspace):
-		a.logger().Warn("refused", "reason", "file of another workspace", "op", "content",
-			"workspace_id", ws, "file_id", id, "token_prefix", p.TokenPrefix)
-		writeError(w, http.StatusNotFound, msgNotYours)
-		return
-	case err != nil:
-		a.storageFailure(w, r, "get", err, "workspace_id", ws, "file_id", id)
+	if err != nil {
+		a.fileFailure(w, r, "content", ws, id, p, err)
 		return
 	}
 	ctype := rec.Mimetype

@@ -6,6 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -27,6 +31,22 @@ func (a *API) storageFailure(w http.ResponseWriter, r *http.Request, op string, 
 	}
 	a.logger().Error("storage error", args...)
 	writeError(w, http.StatusInternalServerError, "storage error")
+}
+
+// fileFailure answers the failure of a call that names a file: gone
+// (absent, expired, acked) is 404; another workspace's file is 404 too,
+// never 403, and the attempt is logged; anything else is storageFailure.
+func (a *API) fileFailure(w http.ResponseWriter, r *http.Request, op string, ws, id uuid.UUID, p auth.Principal, err error) {
+	switch {
+	case errors.Is(err, pendinguploads.ErrNotFound):
+		writeError(w, http.StatusNotFound, msgGone)
+	case errors.Is(err, pendinguploads.ErrWrongWorkspace):
+		a.logger().Warn("refused", "reason", "file of another workspace", "op", op,
+			"workspace_id", ws, "file_id", id, "token_prefix", p.TokenPrefix)
+		writeError(w, http.StatusNotFound, msgNotYours)
+	default:
+		a.storageFailure(w, r, op, err, "workspace_id", ws, "file_id", id)
+	}
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
