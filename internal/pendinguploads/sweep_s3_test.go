@@ -104,6 +104,13 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 			if _, err := s.Sweep(ctx, 0); err == nil {
 				t.Fatal("sweep with an injected fault reported no error")
 			}
+			if c.name == "S3RefusesOneKey" {
+				// The refused key's row stays; the other two acked rows went.
+				var left int
+				if err := db.QueryRow(ctx, `SELECT count(*) FROM pending_uploads WHERE acked_at IS NOT NULL`).Scan(&left); err != nil || left != 1 {
+					t.Fatalf("acked rows after a partial refusal: got %d (%v), want 1", left, err)
+				}
+			}
 			// Whatever is left is invisible: acked rows are never served.
 			if recs, _, err := s.List(ctx, ws, 10, nil); err != nil || len(recs) != 1 || recs[0].FileID != live.FileID {
 				t.Fatalf("visible after the failed sweep: %v, %v", recs, err)
