@@ -12,12 +12,13 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
 )
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase)
-	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (sweep.Result, error) {
+	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (pendinguploads.SweepResult, error) {
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
 		return sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, a.Metrics)

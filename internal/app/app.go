@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 		authn.Logger = log
-		api := httpapi.New(pool, a.Store, authn)
+		api := httpapi.New(a.Store, authn)
 		api.MaxRequestBytes = cfg.MaxRequestBytes
 		api.MaxResponseBytes = cfg.MaxResponseBytes
 		api.Logger = log

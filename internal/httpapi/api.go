@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
@@ -39,15 +38,9 @@ type Presigner interface {
 	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)
 }
 
-// Beginner starts transactions: a *pgxpool.Pool.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
 // API is the HTTP API. Set optional fields before serving; it is then
 // safe for concurrent use.
 type API struct {
-	db    Beginner
 	store *pendinguploads.Store
 	authn *auth.Authenticator
 
@@ -70,9 +63,9 @@ type API struct {
 	NewID func() uuid.UUID
 }
 
-// New returns the API over db (for transactions), store and authn.
-func New(db Beginner, store *pendinguploads.Store, authn *auth.Authenticator) *API {
-	return &API{db: db, store: store, authn: authn}
+// New returns the API over store and authn.
+func New(store *pendinguploads.Store, authn *auth.Authenticator) *API {
+	return &API{store: store, authn: authn}
 }
 
 // Handler returns the handler of one function of Routes, wrapped in a mux

@@ -24,7 +24,7 @@ const (
 // else is a bug, 500, and its text goes only to the log.
 func (a *API) storageFailure(w http.ResponseWriter, r *http.Request, op string, err error, attrs ...any) {
 	args := append([]any{"op", op, "err", err, "method", r.Method, "path", r.URL.Path}, attrs...)
-	if errors.Is(err, pendinguploads.ErrUnavailable) {
+	if pendinguploads.IsUnavailable(err) {
 		a.logger().Error("storage unavailable", args...)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "storage unavailable, retry shortly", "code": "unavailable"})
 		return

@@ -89,7 +89,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) {
 		}
 		url, headers, err := a.Presigner.PresignPut(ctx, it.StagingKey(), it.SizeBytes, ctype, PresignPutTTL)
 		if err != nil {
-			a.storageFailure(w, r, "presign put", wrapUnavailable(err), "workspace_id", ws)
+			a.storageFailure(w, r, "presign put", err, "workspace_id", ws)
 			return
 		}
 		out[i] = presignedUpload{UploadID: it.UploadID.String(), Method: http.MethodPut, URL: url, Headers: headers, ExpiresAt: expires}
@@ -149,7 +149,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 			a.notReceived(w, r, ws, nr.id, nr.why)
 			return
 		}
-		a.storageFailure(w, r, "commit place", wrapUnavailable(err), "workspace_id", ws)
+		a.storageFailure(w, r, "commit place", err, "workspace_id", ws)
 		return
 	}
 	if !a.stage(w, r, ws, items, ids) {

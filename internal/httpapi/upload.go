@@ -213,12 +213,3 @@ func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items 
 	writeJSON(w, http.StatusOK, map[string]any{"files": out})
 	return true
 }
-
-// wrapUnavailable marks a raw pgx error as unavailability where it is one,
-// so the error table answers 503.
-func wrapUnavailable(err error) error {
-	if pendinguploads.IsUnavailable(err) && !errors.Is(err, pendinguploads.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", pendinguploads.ErrUnavailable, err)
-	}
-	return err
-}

@@ -58,28 +58,42 @@ func (s *Store) MarkFetched(ctx context.Context, workspaceID, fileID uuid.UUID) 
 }
 
 // Fetch is Get for serving: for a row whose bytes are inline it also
-// stamps fetched_at, in the same statement (stamped is true). A row held
+// stamps fetched_at (stamped is true), in the same statement. A row held
 // in the blob store is returned unstamped, since its bytes are not read
-// yet; the caller stamps it with MarkFetched once it serves them. Errors
-// are Get's.
+// yet; the caller stamps it with MarkFetched once it serves them. Every
+// case is one statement. Errors are Get's.
 func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (rec Record, stamped bool, err error) {
 	var r Record
+	var key *string
+	// The outer SELECT reads the row as it was before the UPDATE (a
+	// statement's data-modifying CTE is invisible to its own scans); the
+	// UPDATE's RETURNING brings the bytes, only for an inline row of this
+	// workspace, so another workspace's bytes are never read.
 	err = s.db.QueryRow(ctx, `
-		UPDATE pending_uploads SET fetched_at = now()
-		WHERE file_id = $1 AND workspace_id = $2 AND acked_at IS NULL AND expires_at > now() AND s3_key IS NULL
-		RETURNING file_id, workspace_id, filename, mimetype, size_bytes, sha256,
-		          created_at, fetched_at, acked_at, expires_at, content`,
+		WITH u AS (
+		    UPDATE pending_uploads SET fetched_at = now()
+		    WHERE file_id = $1 AND workspace_id = $2 AND acked_at IS NULL AND expires_at > now() AND s3_key IS NULL
+		    RETURNING file_id, fetched_at, content
+		)
+		SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
+		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
+		       u.content, u.file_id IS NOT NULL
+		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
+		WHERE p.file_id = $1 AND p.acked_at IS NULL AND p.expires_at > now()`,
 		fileID, workspaceID).Scan(
 		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
-		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &r.Content)
-	if err == nil {
-		return r, true, nil
+		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.Content, &stamped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, false, ErrNotFound
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil {
 		return Record{}, false, wrap(fmt.Sprintf("fetch %s", fileID), err)
 	}
-	// Not an inline row of this workspace that is visible: in the bucket,
-	// another workspace's, or gone. Get tells which.
-	r, err = s.Get(ctx, workspaceID, fileID)
-	return r, false, err
+	if r.WorkspaceID != workspaceID {
+		return Record{}, false, ErrWrongWorkspace
+	}
+	if key != nil {
+		r.S3Key = *key
+	}
+	return r, stamped, nil
 }

@@ -113,8 +113,15 @@ func TestFetchStampsInlineInOneStatement(t *testing.T) {
 		t.Fatalf("statements: got %d, want 1", n)
 	}
 	other := mustPut(t, s, ws, "b.txt")
+	before = tr.total()
 	if _, _, err := s.Fetch(ctx, uuid.New(), other.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 		t.Fatalf("other workspace: got %v, want ErrWrongWorkspace", err)
+	}
+	if _, _, err := s.Fetch(ctx, ws, uuid.New()); !errors.Is(err, pendinguploads.ErrNotFound) {
+		t.Fatalf("absent: got %v, want ErrNotFound", err)
+	}
+	if n := tr.total() - before; n != 2 {
+		t.Fatalf("statements for a refusal and an absence: got %d, want 2 (one each)", n)
 	}
 	var fetched *time.Time
 	if err := pool.QueryRow(ctx, `SELECT fetched_at FROM pending_uploads WHERE file_id = $1`, other.FileID).Scan(&fetched); err != nil || fetched != nil {

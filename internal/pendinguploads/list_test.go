@@ -17,11 +17,11 @@ func TestListOrderAndFilters(t *testing.T) {
 	ctx := context.Background()
 	ws, other := uuid.New(), uuid.New()
 	a := mustPut(t, s, ws, "a.txt")
-	b := mustPut(t, s, ws, "b.txt")
+	mustPut(t, s, ws, "b.txt")
 	acked := mustPut(t, s, ws, "acked.txt")
 	expired := mustPut(t, s, ws, "expired.txt")
 	mustPut(t, s, other, "theirs.txt")
-	c := mustPut(t, s, ws, "c.txt")
+	mustPut(t, s, ws, "c.txt")
 	mustExec(t, pool, `UPDATE pending_uploads SET acked_at = now() WHERE file_id = $1`, acked.FileID)
 	mustExec(t, pool, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = $1`, expired.FileID)
 	// Make the order depend on created_at, not on insertion: a is newest.
@@ -44,8 +44,6 @@ func TestListOrderAndFilters(t *testing.T) {
 	if want := []string{"b.txt", "c.txt", "a.txt"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	_ = b
-	_ = c
 
 	empty, next, err := s.List(ctx, uuid.New(), 10, nil)
 	if err != nil || len(empty) != 0 || next != nil || empty == nil {
@@ -112,8 +110,8 @@ func TestListCursorWalk(t *testing.T) {
 }
 
 func TestCursorRejectsForeignStrings(t *testing.T) {
-	for _, s := range []string{"", "x", "not a cursor", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
-		if _, err := pendinguploads.DecodeCursor(s); !errors.Is(err, pendinguploads.ErrBadCursor) && s != "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" {
+	for _, s := range []string{"", "x", "not a cursor", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		if _, err := pendinguploads.DecodeCursor(s); !errors.Is(err, pendinguploads.ErrBadCursor) {
 			t.Errorf("DecodeCursor(%q): got %v, want ErrBadCursor", s, err)
 		}
 	}

@@ -16,8 +16,8 @@ const DefaultAckRetention = time.Hour
 
 // SweepResult counts the rows one Sweep deleted.
 type SweepResult struct {
-	Acked   int // acked longer ago than the retention
-	Expired int // never acked, past expires_at
+	Acked   int `json:"acked"`   // acked longer ago than the retention
+	Expired int `json:"expired"` // never acked, past expires_at
 }
 
 // maxSweepBatches bounds one Sweep: at the default batch size, ten million

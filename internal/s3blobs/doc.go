@@ -9,7 +9,6 @@
 //
 // A Store holds no state of its own beyond its configuration and is safe for
 // concurrent use once its exported fields are set. Absent objects are
-// reported as ErrNotFound, and also as the Store's NotFoundErr when that is
-// set, so a caller can match its own sentinel with errors.Is without this
-// package importing it.
+// reported as ErrNotFound, which is pendinguploads.ErrBlobNotFound: the
+// Store is that package's Blobs.
 package s3blobs

@@ -22,9 +22,10 @@ import (
 const MaxObjectSize int64 = 26214400
 
 var (
-	// ErrNotFound is returned (wrapped) by Get and Size when the key is
-	// absent.
-	ErrNotFound = errors.New("s3blobs: object not found")
+	// ErrNotFound is returned (wrapped) by Get, Size, Copy and Digest
+	// when the key is absent. It is pendinguploads.ErrBlobNotFound, the
+	// sentinel of the Blobs interface this Store implements.
+	ErrNotFound = pendinguploads.ErrBlobNotFound
 	// ErrTooLarge is returned (wrapped) by Get when the object is larger
 	// than the Store's MaxSize, and by PresignPut for a size above it.
 	ErrTooLarge = errors.New("s3blobs: object too large")
@@ -61,12 +62,6 @@ type Store struct {
 	presign Presigner
 	bucket  string
 
-	// NotFoundErr is wrapped, alongside ErrNotFound, in the error Get and
-	// Size return for an absent key, so callers can match their own
-	// sentinel with errors.Is. Default (set by New):
-	// pendinguploads.ErrBlobNotFound.
-	NotFoundErr error
-
 	// MaxSize is the largest object Get reads and PresignPut signs an
 	// upload for. Default (set by New): MaxObjectSize.
 	MaxSize int64
@@ -76,11 +71,10 @@ type Store struct {
 // presigns; PresignPut and PresignGet then return an error.
 func New(api S3API, presign Presigner, bucket string) *Store {
 	return &Store{
-		api:         api,
-		presign:     presign,
-		bucket:      bucket,
-		NotFoundErr: pendinguploads.ErrBlobNotFound,
-		MaxSize:     MaxObjectSize,
+		api:     api,
+		presign: presign,
+		bucket:  bucket,
+		MaxSize: MaxObjectSize,
 	}
 }
 
@@ -113,7 +107,7 @@ func (s *Store) Put(ctx context.Context, key string, content []byte, mimetype st
 }
 
 // Get returns the whole object under key. It returns an error wrapping
-// ErrNotFound (and NotFoundErr) when the key is absent, and one wrapping
+// ErrNotFound when the key is absent, and one wrapping
 // ErrTooLarge, without reading the body, when the object is larger than
 // MaxSize. At most MaxSize+1 bytes are ever read.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
@@ -154,7 +148,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Copy copies the object at src to dst inside the bucket, server-side
 // (objects are at most 25 MiB, well under CopyObject's 5 GB). It returns
-// an error wrapping NotFoundErr when src is absent.
+// an error wrapping ErrNotFound when src is absent.
 func (s *Store) Copy(ctx context.Context, src, dst string) error {
 	_, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket:     aws.String(s.bucket),
@@ -171,7 +165,7 @@ func (s *Store) Copy(ctx context.Context, src, dst string) error {
 }
 
 // Size returns the size in bytes of the object under key, or an error
-// wrapping ErrNotFound (and NotFoundErr) when the key is absent.
+// wrapping ErrNotFound when the key is absent.
 func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: aws.String(s.bucket),
@@ -189,13 +183,9 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	return *out.ContentLength, nil
 }
 
-// notFound returns the error for an absent key: it wraps ErrNotFound and,
-// when different, NotFoundErr.
+// notFound returns the error for an absent key.
 func (s *Store) notFound(op, key string) error {
-	if s.NotFoundErr == nil || s.NotFoundErr == ErrNotFound {
-		return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
-	}
-	return fmt.Errorf("%s %s: %w (%w)", op, key, s.NotFoundErr, ErrNotFound)
+	return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
 }
 
 // isNotFound reports whether err says the key is absent: NoSuchKey from
@@ -220,7 +210,7 @@ func isNotFound(err error) bool {
 
 // Digest streams the object under key through SHA-256 and returns its
 // size and sum, holding no more than a read buffer in memory. It returns
-// an error wrapping NotFoundErr when the key is absent, and one wrapping
+// an error wrapping ErrNotFound when the key is absent, and one wrapping
 // ErrTooLarge for an object over MaxSize.
 func (s *Store) Digest(ctx context.Context, key string) (int64, []byte, error) {
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})

@@ -17,20 +17,13 @@ type Sweeper interface {
 	Sweep(ctx context.Context, ackRetention time.Duration) (pendinguploads.SweepResult, error)
 }
 
-// Result is what a sweep reports: {"acked":n,"expired":m}.
-type Result struct {
-	Acked   int `json:"acked"`
-	Expired int `json:"expired"`
-}
-
 // Run sweeps once and reports: one log line with the counts, and the
 // pending_uploads_swept metric by outcome (acked, expired, and error on
 // failure). On failure it returns the counts of what was deleted before
 // the error, and the error, so the caller can fail the invocation.
-func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.Logger, m *metrics.Emitter) (Result, error) {
+func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.Logger, m *metrics.Emitter) (pendinguploads.SweepResult, error) {
 	start := time.Now()
 	res, err := s.Sweep(ctx, ackRetention)
-	out := Result{Acked: res.Acked, Expired: res.Expired}
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeAcked}, float64(res.Acked), nil)
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeExpired}, float64(res.Expired), nil)
 	attrs := []any{"acked", res.Acked, "expired", res.Expired, "ack_retention", ackRetention.String(),
@@ -38,8 +31,8 @@ func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.L
 	if err != nil {
 		m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeError}, 1, nil)
 		log.Error("sweep failed", append(attrs, "err", err)...)
-		return out, err
+		return res, err
 	}
 	log.Info("swept", attrs...)
-	return out, nil
+	return res, nil
 }
