@@ -2,7 +2,8 @@
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
 # server binaries (installed from Debian's packages when missing), moto and
 # cfn-lint (part of the machine image; pip cannot reach PyPI here, so a
-# missing one is reported, not installed). Prints what it uses.
+# missing one is reported, not installed), and what the browser test uses
+# (Chromium, node, playwright-core). Prints what it uses.
 set -euo pipefail
 
 have_pg() {
@@ -29,5 +30,28 @@ for tool in moto_server cfn-lint; do
 done
 [ "$missing" -eq 0 ] || exit 1
 
+# The browser client's test (clients/js/browsertest): Debian's Chromium
+# (never a browser build downloaded by Playwright), node and npm, and
+# playwright-core as package-lock.json pins it. A failed install is
+# reported, not fatal: that test then says what is missing, and fails
+# under CI=true.
+if [ ! -x /usr/bin/chromium ] || ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "ensure-tools: chromium or node missing; installing from Debian's packages" >&2
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  pkgs="chromium"
+  command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+  command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $pkgs >/dev/null; } ||
+    echo "ensure-tools: could not install $pkgs; the browser test will say so" >&2
+fi
+js="$(cd "$(dirname "$0")/.." && pwd)/clients/js"
+if [ ! -f "$js/node_modules/playwright-core/package.json" ] && command -v npm >/dev/null 2>&1; then
+  echo "ensure-tools: npm ci in $js (playwright-core, no browser download)" >&2
+  (cd "$js" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "ensure-tools: npm ci in $js failed; the browser test will say so" >&2
+fi
+browser="no browser"
+[ -x /usr/bin/chromium ] && browser="$(/usr/bin/chromium --version 2>/dev/null | awk '{print $1, $2}')"
+
 pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)
-echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), $(cfn-lint --version), moto_server at $(command -v moto_server)"
+echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"

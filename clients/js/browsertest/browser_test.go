@@ -1,0 +1,475 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
+)
+
+const (
+	// largeFileBytes is the file that must take presign: 20 MiB while the
+	// per-file cap is the 25 MiB constant; 30 MiB once MAX_FILE_BYTES
+	// exists and is raised (the test server sets it to 100 MiB).
+	largeFileBytes = 20 << 20
+	// mediumFileBytes fits one multipart request (4 MiB) on its own.
+	mediumFileBytes = 3 << 20
+	smallFileBytes  = 1 << 10
+	// browserPutRate slows the browser's PUTs to the bucket (bytes per
+	// second), so that a PUT lasts long enough to be aborted half way.
+	browserPutRate = 32 << 20
+	// driveTimeout bounds the whole browser run.
+	driveTimeout = 2 * time.Minute
+)
+
+func TestMain(m *testing.M) { apptest.Main(m) }
+
+// pattern is harness.js's pattern: xorshift32 from seed, each word
+// little-endian.
+func pattern(size int, seed uint32) []byte {
+	out := make([]byte, size+3)
+	x := seed
+	if x == 0 {
+		x = 1
+	}
+	for i := 0; i < size; i += 4 {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		binary.LittleEndian.PutUint32(out[i:], x)
+	}
+	return out[:size]
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// requireBrowser returns Chromium's and node's paths, or skips (fails
+// with CI=true) in one line naming what is missing.
+func requireBrowser(t *testing.T) (chromium, node string) {
+	t.Helper()
+	chromium = "/usr/bin/chromium"
+	var missing []string
+	if fi, err := os.Stat(chromium); err != nil || fi.IsDir() {
+		missing = append(missing, chromium)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing = append(missing, "node")
+	}
+	if _, err := os.Stat(filepath.Join("..", "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = append(missing, "clients/js/node_modules/playwright-core (npm ci)")
+	}
+	if len(missing) > 0 {
+		msg := "browser test: cannot run, missing " + strings.Join(missing, ", ") + " (scripts/ensure-tools.sh installs them)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return chromium, node
+}
+
+// pageServer serves the test page and the client module on a loopback
+// origin of its own.
+func pageServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "page"))))
+	mux.HandleFunc("/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// throttledBody yields its reader's bytes at no more than rate bytes per
+// second.
+type throttledBody struct {
+	io.ReadCloser
+	rate  int64
+	start time.Time
+	n     int64
+}
+
+func (b *throttledBody) Read(p []byte) (int, error) {
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	k, err := b.ReadCloser.Read(p)
+	b.n += int64(k)
+	if due := b.start.Add(time.Duration(b.n * int64(time.Second) / b.rate)); time.Until(due) > 0 {
+		time.Sleep(time.Until(due))
+	}
+	return k, err
+}
+
+// bucketProxy stands between everyone and moto: the app presigns for it,
+// so the browser PUTs through it, and those PUTs (the requests with an
+// Origin) are slowed to browserPutRate, like a real uplink. It counts
+// them.
+func bucketProxy(t *testing.T, moto string, browserPuts *atomic.Int64) string {
+	t.Helper()
+	u, err := url.Parse(moto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	// An aborted PUT is an expected proxy error; keep it out of the output.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("Origin") != "" {
+			browserPuts.Add(1)
+			r.Body = &throttledBody{ReadCloser: r.Body, rate: browserPutRate, start: time.Now()}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+type step struct {
+	Name string `json:"name"`
+	Page string `json:"page"`
+	Fn   string `json:"fn"`
+	Args any    `json:"args"`
+}
+
+type fileSpec struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+	Seed uint32 `json:"seed"`
+	Type string `json:"type"`
+}
+
+type jsError struct {
+	Name                string              `json:"name"`
+	IsPendingUploadsErr bool                `json:"isPendingUploadsError"`
+	Code                string              `json:"code"`
+	Status              int                 `json:"status"`
+	Message             string              `json:"message"`
+	Staged              []client.StagedFile `json:"staged"`
+}
+
+type uploadResult struct {
+	OK       bool                                `json:"ok"`
+	Error    *jsError                            `json:"error"`
+	IsSecure bool                                `json:"isSecureContext"`
+	Subtle   bool                                `json:"subtle"`
+	Result   struct{ Files []client.StagedFile } `json:"result"`
+	Progress struct {
+		Count      int                            `json:"count"`
+		Backwards  bool                           `json:"backwards"`
+		Last       *struct{ Loaded, Total int64 } `json:"last"`
+		FileLoaded map[string]int64               `json:"fileLoaded"`
+	} `json:"progress"`
+	Downloads []struct {
+		Index    int      `json:"index"`
+		Name     string   `json:"name"`
+		MimeType string   `json:"mimeType"`
+		Size     int64    `json:"size"`
+		SHA256   string   `json:"sha256"`
+		Same     bool     `json:"same"`
+		Error    *jsError `json:"error"`
+	} `json:"downloads"`
+}
+
+type abortResult struct {
+	OK        bool     `json:"ok"`
+	Error     *jsError `json:"error"`
+	AbortedAt int64    `json:"abortedAt"`
+	Total     int64    `json:"total"`
+}
+
+type refusedResult struct {
+	Client struct {
+		OK    bool
+		Error *jsError
+	} `json:"client"`
+	ClientWithLimits struct {
+		OK    bool
+		Error *jsError
+	} `json:"clientWithLimits"`
+	Fetch struct {
+		OK     bool
+		Status int
+		Error  *struct{ Name, Message string }
+	} `json:"fetch"`
+}
+
+type driveResults struct {
+	Upload    uploadResult  `json:"upload"`
+	Abort     abortResult   `json:"abort"`
+	Refused   refusedResult `json:"refused"`
+	UserAgent string        `json:"userAgent"`
+}
+
+// drive runs testdata/drive.mjs: Chromium opens each step's page and
+// calls the harness; the results come back as JSON.
+func drive(t *testing.T, node, chromium string, steps []step) driveResults {
+	t.Helper()
+	cfg, err := json.Marshal(map[string]any{"chromium": chromium, "steps": steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), driveTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "drive.mjs"), string(cfg))
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	// SIGTERM lets the script close Chromium; a hung one is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	if stderr.Len() > 0 {
+		t.Logf("drive.mjs stderr:\n%s", stderr.Bytes())
+	}
+	if err != nil {
+		t.Fatalf("drive.mjs: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
+	}
+	var res driveResults
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("drive.mjs output: %v\n%s", err, stdout.Bytes())
+	}
+	t.Logf("browser run: %s in %s", res.UserAgent, time.Since(start).Round(time.Millisecond))
+	return res
+}
+
+func count(t *testing.T, srv *apptest.Server, query string, ws uuid.UUID) int {
+	t.Helper()
+	var n int
+	if err := srv.Pool.QueryRow(context.Background(), query, ws).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func rowsOf(t *testing.T, srv *apptest.Server, ws uuid.UUID) (uploads, activity int) {
+	t.Helper()
+	return count(t, srv, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws),
+		count(t, srv, `SELECT count(*) FROM activity_logs WHERE workspace_id = $1 OR target_id = $1`, ws)
+}
+
+func objectsUnder(t *testing.T, c *s3.Client, bucket, prefix string) []types.Object {
+	t.Helper()
+	out, err := c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		t.Fatalf("list %s: %v", prefix, err)
+	}
+	return out.Contents
+}
+
+// TestBrowserClient runs the client module in Chromium against the whole
+// service: a page on an allowed origin stages a small, a medium and a
+// large file (the large one through presign and a PUT to the bucket), and
+// the workspace pulls them byte-exact; an abort in the middle of a PUT
+// stores nothing; a page on an origin the service does not allow is
+// refused by the browser, and nothing is stored.
+func TestBrowserClient(t *testing.T) {
+	chromium, node := requireBrowser(t)
+
+	allowed, denied := pageServer(t), pageServer(t)
+	moto := s3test.MustStart(t)
+	var browserPuts atomic.Int64
+	bucketURL := bucketProxy(t, moto.URL, &browserPuts)
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
+		"S3_ENDPOINT":          bucketURL,
+		"CORS_ALLOWED_ORIGINS": allowed.URL,
+		"MAX_FILE_BYTES":       "104857600",
+	}})
+	// The bucket's CORS rule, as template.yaml writes it.
+	s3c := s3test.NewClient(srv.S3)
+	if _, err := s3c.PutBucketCors(context.Background(), &s3.PutBucketCorsInput{
+		Bucket: aws.String(srv.Bucket),
+		CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{{
+			AllowedMethods: []string{"PUT"}, AllowedOrigins: []string{allowed.URL},
+			AllowedHeaders: []string{"*"}, MaxAgeSeconds: aws.Int32(3600),
+		}}},
+	}); err != nil {
+		t.Fatalf("bucket CORS: %v", err)
+	}
+
+	// Origin A: the service, with the stand-ins of shims_test.go, and a
+	// count of the POSTs that reached it from the denied origin.
+	var fromDenied atomic.Int64
+	inner := corsShim([]string{allowed.URL}, limitsShim(srv.App.Config, srv.App.API.Mux()))
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A preflighted request the browser refused never arrives.
+		if r.Header.Get("Origin") == denied.URL && r.Method == http.MethodPost {
+			fromDenied.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+
+	wsMain, wsAbort, wsDenied := uuid.New(), uuid.New(), uuid.New()
+	files := []fileSpec{
+		{Name: "notes 1k.txt", Size: smallFileBytes, Seed: 1, Type: "text/plain"},
+		{Name: "photo.png", Size: mediumFileBytes, Seed: 2, Type: "image/png"},
+		{Name: "big archive.bin", Size: largeFileBytes, Seed: 3, Type: "application/octet-stream"},
+	}
+	abortFile := fileSpec{Name: "aborted.bin", Size: largeFileBytes, Seed: 4, Type: "application/octet-stream"}
+	res := drive(t, node, chromium, []step{
+		{Name: "upload", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsMain.String(), "files": files, "downloadMax": 4 << 20}},
+		{Name: "abort", Page: allowed.URL + "/index.html", Fn: "abortMidPut", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20}},
+		{Name: "refused", Page: denied.URL + "/index.html", Fn: "refused", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsDenied.String(), "file": files[0]}},
+	})
+
+	t.Run("UploadAndPull", func(t *testing.T) {
+		up := res.Upload
+		if !up.OK {
+			t.Fatalf("upload failed in the browser: %+v", up.Error)
+		}
+		if !up.IsSecure || !up.Subtle {
+			t.Errorf("the page is not a secure context with SubtleCrypto (secure %v, subtle %v): the digests went unchecked", up.IsSecure, up.Subtle)
+		}
+		want := []struct {
+			name, mime string
+			body       []byte
+		}{
+			{"notes_1k.txt", "text/plain", pattern(smallFileBytes, 1)},
+			{"photo.png", "image/png", pattern(mediumFileBytes, 2)},
+			{"big_archive.bin", "application/octet-stream", pattern(largeFileBytes, 3)},
+		}
+		got := up.Result.Files
+		if len(got) != len(want) {
+			t.Fatalf("answer: %d files, want %d", len(got), len(want))
+		}
+		var total int64
+		for i, w := range want {
+			g := got[i]
+			if g.Name != w.name || g.MimeType != w.mime || g.Size != int64(len(w.body)) || g.SHA256 != sha256Hex(w.body) {
+				t.Errorf("file %d: got %s %s %d %s, want %s %s %d %s", i, g.Name, g.MimeType, g.Size, g.SHA256, w.name, w.mime, len(w.body), sha256Hex(w.body))
+			}
+			if g.URI != "platform-pending:"+wsMain.String()+"/"+g.FileID.String() {
+				t.Errorf("file %d: uri %s", i, g.URI)
+			}
+			total += int64(len(w.body))
+		}
+		// Progress per byte, reaching the total, never going back.
+		p := up.Progress
+		t.Logf("progress: %d events for %d bytes", p.Count, total)
+		if p.Last == nil || p.Last.Loaded != total || p.Last.Total != total || p.Backwards || p.Count < len(want) {
+			t.Errorf("progress: %d events, last %+v, backwards %v; want last loaded = total = %d", p.Count, p.Last, p.Backwards, total)
+		}
+		for i, w := range want {
+			if n := p.FileLoaded[strconv.Itoa(i)]; n != int64(len(w.body)) {
+				t.Errorf("progress of file %d: %d of %d bytes", i, n, len(w.body))
+			}
+		}
+		if n := browserPuts.Load(); n < 1 {
+			t.Errorf("no PUT from the browser reached the bucket: the large file did not take presign")
+		}
+		// The two files under 4 MiB, downloaded back in the browser.
+		if len(up.Downloads) != 2 {
+			t.Errorf("downloads in the browser: %+v", up.Downloads)
+		}
+		for _, d := range up.Downloads {
+			if d.Error != nil || !d.Same || d.Name != want[d.Index].name || d.MimeType != want[d.Index].mime || d.SHA256 != sha256Hex(want[d.Index].body) {
+				t.Errorf("download %d in the browser: %+v", d.Index, d)
+			}
+		}
+		if u, a := rowsOf(t, srv, wsMain); u != 3 || a != 3 {
+			t.Errorf("rows: %d uploads, %d activity rows; want 3 and 3", u, a)
+		}
+
+		// The workspace pulls them byte-exact, as pendingctl pull does.
+		wsc, err := client.New(api.URL, srv.WorkspaceToken(t, wsMain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pr, err := client.NewPuller(wsc, wsMain, dir).Pull(ctx)
+		if err != nil {
+			t.Fatalf("pull: %v", err)
+		}
+		if len(pr.Delivered) != 3 {
+			t.Fatalf("pull delivered %d files: %+v", len(pr.Delivered), pr.Delivered)
+		}
+		onDisk := apptest.DirFiles(t, dir, client.StateDirName)
+		for _, w := range want {
+			if !bytes.Equal(onDisk[w.name], w.body) {
+				t.Errorf("pulled %s: %d bytes, not the %d bytes the browser sent", w.name, len(onDisk[w.name]), len(w.body))
+			}
+		}
+	})
+
+	t.Run("AbortMidPutStoresNothing", func(t *testing.T) {
+		ab := res.Abort
+		if ab.OK || ab.Error == nil || !ab.Error.IsPendingUploadsErr || ab.Error.Code != "aborted" {
+			t.Fatalf("want a PendingUploadsError with code aborted, got ok=%v %+v", ab.OK, ab.Error)
+		}
+		t.Logf("aborted at %d of %d bytes", ab.AbortedAt, ab.Total)
+		if ab.AbortedAt <= 0 || ab.AbortedAt >= ab.Total {
+			t.Fatalf("aborted at %d of %d bytes: not in the middle of the PUT", ab.AbortedAt, ab.Total)
+		}
+		if u, a := rowsOf(t, srv, wsAbort); u != 0 || a != 0 {
+			t.Errorf("after an abort: %d uploads, %d activity rows; want none", u, a)
+		}
+		// The PUT itself was cut off: the bucket has no staged object
+		// either (an abort honoured only before the commit would leave one).
+		for _, prefix := range []string{"objects/", "staging/"} {
+			if objs := objectsUnder(t, s3c, srv.Bucket, prefix+wsAbort.String()+"/"); len(objs) != 0 {
+				t.Errorf("after an abort: %d objects under %s", len(objs), prefix)
+			}
+		}
+	})
+
+	t.Run("OriginNotAllowed", func(t *testing.T) {
+		rf := res.Refused
+		for name, r := range map[string]struct {
+			OK    bool
+			Error *jsError
+		}{"uploadFiles": rf.Client, "uploadFiles with limits": rf.ClientWithLimits} {
+			if r.OK || r.Error == nil || !r.Error.IsPendingUploadsErr || r.Error.Code != "network" || r.Error.Status != 0 {
+				t.Errorf("%s from a denied origin: want a PendingUploadsError code network, got ok=%v %+v", name, r.OK, r.Error)
+			}
+		}
+		if rf.Fetch.OK || rf.Fetch.Error == nil || rf.Fetch.Error.Name != "TypeError" {
+			t.Errorf("fetch from a denied origin: want a TypeError, got %+v", rf.Fetch)
+		}
+		if n := fromDenied.Load(); n != 0 {
+			t.Errorf("%d POSTs reached the service from the denied origin", n)
+		}
+		if u, a := rowsOf(t, srv, wsDenied); u != 0 || a != 0 {
+			t.Errorf("denied origin: %d uploads, %d activity rows; want none", u, a)
+		}
+	})
+}
