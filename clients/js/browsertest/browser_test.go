@@ -44,6 +44,14 @@ const (
 	// browserPutRate slows the browser's PUTs to the bucket (bytes per
 	// second), so that a PUT lasts long enough to be aborted half way.
 	browserPutRate = 32 << 20
+	// fiveMiB is over the 4 MiB a request may carry: the case that got 413
+	// before this client.
+	fiveMiB = 5 << 20
+	// commitAnswerLost: false, the first commit of the retry case is
+	// refused with a 503 before it reaches the service; true, it is
+	// committed and its answer lost (a 502). Set it to true once a
+	// repeated commit answers 200 with the same files (API.md).
+	commitAnswerLost = false
 	// driveTimeout bounds the whole browser run.
 	driveTimeout = 2 * time.Minute
 )
@@ -138,7 +146,9 @@ func (b *throttledBody) Read(p []byte) (int, error) {
 // so the browser PUTs through it, and those PUTs (the requests with an
 // Origin) are slowed to browserPutRate, like a real uplink. It counts
 // them.
-func bucketProxy(t *testing.T, moto string, browserPuts *atomic.Int64) string {
+// The first browser PUT to staging/<failFirstPut>/ is answered 503
+// without reaching moto.
+func bucketProxy(t *testing.T, moto string, browserPuts *atomic.Int64, failFirstPut uuid.UUID, failedPuts *atomic.Int64) string {
 	t.Helper()
 	u, err := url.Parse(moto)
 	if err != nil {
@@ -150,12 +160,53 @@ func bucketProxy(t *testing.T, moto string, browserPuts *atomic.Int64) string {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut && r.Header.Get("Origin") != "" {
 			browserPuts.Add(1)
+			if strings.Contains(r.URL.Path, "/staging/"+failFirstPut.String()+"/") && failedPuts.Add(1) == 1 {
+				w.Header().Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+				http.Error(w, "<Error><Code>SlowDown</Code></Error>", http.StatusServiceUnavailable)
+				return
+			}
 			r.Body = &throttledBody{ReadCloser: r.Body, rate: browserPutRate, start: time.Now()}
 		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
 	return s.URL
+}
+
+// faults stands in for failures on the way to the service: the first
+// commit for retryWS fails (see commitAnswerLost), and every multipart
+// upload for onceWS is stored by the service and its answer lost (a 502).
+func faults(retryWS uuid.UUID, commits *atomic.Int64, onceWS uuid.UUID, posts *atomic.Int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		lost := func() {
+			next.ServeHTTP(httptest.NewRecorder(), r)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `{"message":"Internal server error"}`)
+		}
+		switch r.URL.Path {
+		case "/workspaces/" + retryWS.String() + "/chat/uploads":
+			if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") && commits.Add(1) == 1 {
+				if commitAnswerLost {
+					lost()
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, `{"error":"storage unavailable, retry shortly","code":"unavailable"}`)
+				return
+			}
+		case "/workspaces/" + onceWS.String() + "/chat/uploads":
+			posts.Add(1)
+			lost()
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type step struct {
@@ -229,6 +280,8 @@ type refusedResult struct {
 
 type driveResults struct {
 	Upload    uploadResult  `json:"upload"`
+	Retry     uploadResult  `json:"retry"`
+	NoRetry   uploadResult  `json:"noRetry"`
 	Abort     abortResult   `json:"abort"`
 	Refused   refusedResult `json:"refused"`
 	UserAgent string        `json:"userAgent"`
@@ -302,8 +355,9 @@ func TestBrowserClient(t *testing.T) {
 
 	allowed, denied := pageServer(t), pageServer(t)
 	moto := s3test.MustStart(t)
-	var browserPuts atomic.Int64
-	bucketURL := bucketProxy(t, moto.URL, &browserPuts)
+	wsMain, wsAbort, wsDenied, wsRetry, wsNoRetry := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	var browserPuts, retryPuts atomic.Int64
+	bucketURL := bucketProxy(t, moto.URL, &browserPuts, wsRetry, &retryPuts)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"S3_ENDPOINT":          bucketURL,
 		"CORS_ALLOWED_ORIGINS": allowed.URL,
@@ -323,8 +377,9 @@ func TestBrowserClient(t *testing.T) {
 
 	// Origin A: the service, with the stand-ins of shims_test.go, and a
 	// count of the POSTs that reached it from the denied origin.
-	var fromDenied atomic.Int64
-	inner := corsShim([]string{allowed.URL}, limitsShim(srv.App.Config, srv.App.API.Mux()))
+	var fromDenied, retryCommits, noRetryPosts atomic.Int64
+	inner := corsShim([]string{allowed.URL}, faults(wsRetry, &retryCommits, wsNoRetry, &noRetryPosts,
+		limitsShim(srv.App.Config, srv.App.API.Mux())))
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A preflighted request the browser refused never arrives.
 		if r.Header.Get("Origin") == denied.URL && r.Method == http.MethodPost {
@@ -334,7 +389,6 @@ func TestBrowserClient(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 
-	wsMain, wsAbort, wsDenied := uuid.New(), uuid.New(), uuid.New()
 	files := []fileSpec{
 		{Name: "notes 1k.txt", Size: smallFileBytes, Seed: 1, Type: "text/plain"},
 		{Name: "photo.png", Size: mediumFileBytes, Seed: 2, Type: "image/png"},
@@ -346,6 +400,12 @@ func TestBrowserClient(t *testing.T) {
 			"api": api.URL, "token": srv.AdminToken, "ws": wsMain.String(), "files": files, "downloadMax": 4 << 20}},
 		{Name: "abort", Page: allowed.URL + "/index.html", Fn: "abortMidPut", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20}},
+		{Name: "retry", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsRetry.String(), "downloadMax": 0,
+			"files": []fileSpec{{Name: "five.bin", Size: fiveMiB, Seed: 5}}}},
+		{Name: "noRetry", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsNoRetry.String(), "downloadMax": 0,
+			"files": []fileSpec{{Name: "once.txt", Size: smallFileBytes, Seed: 6, Type: "text/plain"}}}},
 		{Name: "refused", Page: denied.URL + "/index.html", Fn: "refused", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsDenied.String(), "file": files[0]}},
 	})
@@ -449,6 +509,41 @@ func TestBrowserClient(t *testing.T) {
 			if objs := objectsUnder(t, s3c, srv.Bucket, prefix+wsAbort.String()+"/"); len(objs) != 0 {
 				t.Errorf("after an abort: %d objects under %s", len(objs), prefix)
 			}
+		}
+	})
+
+	t.Run("RetriesPutAndCommit", func(t *testing.T) {
+		rt := res.Retry
+		if !rt.OK {
+			t.Fatalf("a 5 MiB upload through a failed PUT and a failed commit: %+v", rt.Error)
+		}
+		body := pattern(fiveMiB, 5)
+		if len(rt.Result.Files) != 1 || rt.Result.Files[0].SHA256 != sha256Hex(body) {
+			t.Fatalf("answer: %+v", rt.Result.Files)
+		}
+		if p, c := retryPuts.Load(), retryCommits.Load(); p != 2 || c != 2 {
+			t.Errorf("%d PUTs and %d commits; want 2 and 2 (each retried once)", p, c)
+		}
+		if p := rt.Progress; p.Last == nil || p.Last.Loaded != fiveMiB || p.Last.Total != fiveMiB {
+			t.Errorf("progress: last %+v, want %d of %d", p.Last, fiveMiB, fiveMiB)
+		}
+		if u, a := rowsOf(t, srv, wsRetry); u != 1 || a != 1 {
+			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)
+		}
+	})
+
+	t.Run("MultipartNotRetried", func(t *testing.T) {
+		nr := res.NoRetry
+		if nr.OK || nr.Error == nil || !nr.Error.IsPendingUploadsErr || nr.Error.Status != http.StatusBadGateway {
+			t.Fatalf("want a PendingUploadsError with status 502, got ok=%v %+v", nr.OK, nr.Error)
+		}
+		// The service stored the file and the answer was lost: one POST,
+		// one row, never a second copy.
+		if n := noRetryPosts.Load(); n != 1 {
+			t.Errorf("%d multipart POSTs, want 1", n)
+		}
+		if u, a := rowsOf(t, srv, wsNoRetry); u != 1 || a != 1 {
+			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)
 		}
 	})
 
