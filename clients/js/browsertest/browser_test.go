@@ -174,9 +174,10 @@ func bucketProxy(t *testing.T, moto string, browserPuts *atomic.Int64, failFirst
 }
 
 // faults stands in for failures on the way to the service: the first
-// commit for retryWS fails (see commitAnswerLost), and every multipart
-// upload for onceWS is stored by the service and its answer lost (a 502).
-func faults(retryWS uuid.UUID, commits *atomic.Int64, onceWS uuid.UUID, posts *atomic.Int64, next http.Handler) http.Handler {
+// commit for retryWS fails (see commitAnswerLost), every multipart upload
+// for onceWS is stored by the service and its answer lost (a 502), and
+// the answers of uploads for tamperWS carry another sha256.
+func faults(retryWS uuid.UUID, commits *atomic.Int64, onceWS uuid.UUID, posts *atomic.Int64, tamperWS uuid.UUID, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
@@ -203,6 +204,23 @@ func faults(retryWS uuid.UUID, commits *atomic.Int64, onceWS uuid.UUID, posts *a
 		case "/workspaces/" + onceWS.String() + "/chat/uploads":
 			posts.Add(1)
 			lost()
+			return
+		case "/workspaces/" + tamperWS.String() + "/chat/uploads":
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var v struct {
+				Files []map[string]any `json:"files"`
+			}
+			if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &v) == nil {
+				for _, f := range v.Files {
+					f["sha256"] = strings.Repeat("0", 64)
+				}
+				b, _ := json.Marshal(v)
+				rec.Body = bytes.NewBuffer(b)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -282,6 +300,7 @@ type driveResults struct {
 	Upload    uploadResult  `json:"upload"`
 	Retry     uploadResult  `json:"retry"`
 	NoRetry   uploadResult  `json:"noRetry"`
+	Tampered  uploadResult  `json:"tampered"`
 	Abort     abortResult   `json:"abort"`
 	Refused   refusedResult `json:"refused"`
 	UserAgent string        `json:"userAgent"`
@@ -348,14 +367,16 @@ func objectsUnder(t *testing.T, c *s3.Client, bucket, prefix string) []types.Obj
 // service: a page on an allowed origin stages a small, a medium and a
 // large file (the large one through presign and a PUT to the bucket), and
 // the workspace pulls them byte-exact; an abort in the middle of a PUT
-// stores nothing; a page on an origin the service does not allow is
-// refused by the browser, and nothing is stored.
+// stores nothing; a failed PUT and commit are retried, a multipart POST
+// whose answer was lost is not; an answer with another digest is an
+// error; a page on an origin the service does not allow is refused by the
+// browser, and nothing is stored. One Chromium run does every step.
 func TestBrowserClient(t *testing.T) {
 	chromium, node := requireBrowser(t)
 
 	allowed, denied := pageServer(t), pageServer(t)
 	moto := s3test.MustStart(t)
-	wsMain, wsAbort, wsDenied, wsRetry, wsNoRetry := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	wsMain, wsAbort, wsDenied, wsRetry, wsNoRetry, wsTamper := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	var browserPuts, retryPuts atomic.Int64
 	bucketURL := bucketProxy(t, moto.URL, &browserPuts, wsRetry, &retryPuts)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
@@ -378,7 +399,7 @@ func TestBrowserClient(t *testing.T) {
 	// Origin A: the service, with the stand-ins of shims_test.go, and a
 	// count of the POSTs that reached it from the denied origin.
 	var fromDenied, retryCommits, noRetryPosts atomic.Int64
-	inner := corsShim([]string{allowed.URL}, faults(wsRetry, &retryCommits, wsNoRetry, &noRetryPosts,
+	inner := corsShim([]string{allowed.URL}, faults(wsRetry, &retryCommits, wsNoRetry, &noRetryPosts, wsTamper,
 		limitsShim(srv.App.Config, srv.App.API.Mux())))
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A preflighted request the browser refused never arrives.
@@ -406,6 +427,9 @@ func TestBrowserClient(t *testing.T) {
 		{Name: "noRetry", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsNoRetry.String(), "downloadMax": 0,
 			"files": []fileSpec{{Name: "once.txt", Size: smallFileBytes, Seed: 6, Type: "text/plain"}}}},
+		{Name: "tampered", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
+			"api": api.URL, "token": srv.AdminToken, "ws": wsTamper.String(), "downloadMax": 0,
+			"files": []fileSpec{{Name: "checked.txt", Size: smallFileBytes, Seed: 7, Type: "text/plain"}}}},
 		{Name: "refused", Page: denied.URL + "/index.html", Fn: "refused", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsDenied.String(), "file": files[0]}},
 	})
@@ -544,6 +568,17 @@ func TestBrowserClient(t *testing.T) {
 		}
 		if u, a := rowsOf(t, srv, wsNoRetry); u != 1 || a != 1 {
 			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)
+		}
+	})
+
+	t.Run("DigestMismatch", func(t *testing.T) {
+		tp := res.Tampered
+		if tp.OK || tp.Error == nil || !tp.Error.IsPendingUploadsErr || tp.Error.Code != "digest_mismatch" {
+			t.Fatalf("an answer with another sha256: want a PendingUploadsError with code digest_mismatch, got ok=%v %+v", tp.OK, tp.Error)
+		}
+		// The server did store it: the error names it, so the canvas can say so.
+		if len(tp.Error.Staged) != 1 || tp.Error.Staged[0].Name != "checked.txt" {
+			t.Errorf("staged with the error: %+v", tp.Error.Staged)
 		}
 	})
 
