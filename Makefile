@@ -6,7 +6,7 @@ PKGS := ./...
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run test tools vet fmt-check gotest bench fuzz load clean
+.PHONY: help run test tools vet fmt-check cross-build gotest bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
@@ -19,7 +19,7 @@ help:
 run:
 	$(GO) run ./cmd/devserver
 
-test: tools fmt-check vet lint-template gotest
+test: tools fmt-check vet cross-build lint-template gotest
 
 tools:
 	@./scripts/ensure-tools.sh
@@ -30,6 +30,13 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# cross-build: the client and pendingctl run on workspaces' machines, Windows
+# and macOS included (the pull lock is gofrs/flock: flock or LockFileEx).
+# The rest (Lambda functions, dev server, test harnesses) is Linux-only.
+cross-build:
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./client/ ./cmd/pendingctl/
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./client/ ./cmd/pendingctl/
 
 # -p 2 matches the two cores; each test package starts its own Postgres
 # (and moto where it needs S3). -count=1: results that depend on those

@@ -19,6 +19,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/localpg"
+	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
@@ -32,7 +33,7 @@ const localDB = "pendinguploads"
 // run is the dev server; ready, when not nil, receives the listening
 // address (tests use it). It returns the process's exit status.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(stderr, nil)))
 	fail := func(msg string, err error) int {
 		log.Error(msg, "err", err.Error())
 		return 1
@@ -107,7 +108,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return fail("listen", err)
 	}
 	srv := &http.Server{
-		Handler:           a.API.Mux(),
+		Handler:           reqlog.Middleware(a.API.Mux(), log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute, // a 25 MiB body on a slow link
 		WriteTimeout:      5 * time.Minute,

@@ -111,6 +111,22 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 	if strings.Contains(stderr.String(), wsToken[1]) {
 		t.Fatal("the workspace token appears in the log")
 	}
+	// Each request has an id: in X-Request-Id, and on its access line.
+	resp, err := http.Get(listURL[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	rid := resp.Header.Get("X-Request-Id")
+	logged := func() bool { return strings.Contains(stderr.String(), `"request_id":"`+rid+`"`) }
+	// The access line is written once the handler returns, which may be
+	// just after the client has the answer.
+	for i := 0; i < 100 && rid != "" && !logged(); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if rid == "" || !logged() {
+		t.Errorf("request id %q is not on a log line:\n%s", rid, stderr.String())
+	}
 
 	cancel()
 	select {

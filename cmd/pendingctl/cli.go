@@ -43,6 +43,8 @@ For operators (talk to the database):
   token     create, list or revoke workspace tokens
   sweep     delete acked and expired uploads now, once
 
+  version   the version and commit of this pendingctl (also --version)
+
 API commands read the server's URL from --api or PENDINGUPLOADS_API, and the
 token from --token-file, --token or PENDINGUPLOADS_TOKEN (prefer the
 environment or a file: a --token flag shows up in the process list). The
@@ -94,6 +96,7 @@ func commands() []command {
 		{"migrate", migrateUsage, runMigrate},
 		{"token", tokenUsage, runToken},
 		{"sweep", sweepUsage, runSweep},
+		{"version", versionUsage, runVersion},
 	}
 }
 
@@ -104,6 +107,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitUsage
 	}
 	name := args[0]
+	if name == "--version" || name == "-version" {
+		name, args = "version", append([]string{"version"}, args[1:]...)
+	}
 	switch name {
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && name == "help" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
@@ -22,6 +23,8 @@ const physicalID = "pendinguploads-schema"
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase)
 	lambda.Start(cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
+		ctx, end := reqlog.Begin(ctx, "")
+		defer end()
 		if ev.RequestType == cfn.RequestDelete {
 			a.Logger.Info("stack delete: schema left in place")
 			return physicalID, nil, nil

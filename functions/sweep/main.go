@@ -13,12 +13,15 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
 )
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase)
 	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (pendinguploads.SweepResult, error) {
+		ctx, end := reqlog.Begin(ctx, "")
+		defer end()
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
 		return sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, a.Metrics)

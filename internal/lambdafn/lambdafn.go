@@ -17,13 +17,14 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 )
 
 // MustInit reads the configuration and assembles the app. On a bad or
 // missing setting it logs one JSON line naming the variable and exits
 // with status 1: Lambda records a failed init, and nothing is guessed.
 func MustInit(need config.Requirement) *app.App {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(os.Stdout, nil)))
 	slog.SetDefault(log)
 	cfg, err := config.Load(os.Getenv, need)
 	if err != nil {
@@ -37,6 +38,7 @@ func MustInit(need config.Requirement) *app.App {
 		log.Error("init failed", "err", err.Error())
 		os.Exit(1)
 	}
+	a.Metrics.Fields = reqlog.Fields
 	return a
 }
 
@@ -60,6 +62,8 @@ func WithMargin(ctx context.Context) (context.Context, context.CancelFunc) {
 func HTTP(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ctx, end := reqlog.Begin(ctx, ev.RequestContext.RequestID)
+		defer end()
 		ctx, cancel := WithMargin(ctx)
 		defer cancel()
 		resp, err := adapter.ProxyWithContext(ctx, ev)

@@ -15,8 +15,9 @@ type Unit string
 
 // Units the service uses.
 const (
-	UnitCount Unit = "Count"
-	UnitBytes Unit = "Bytes"
+	UnitCount   Unit = "Count"
+	UnitBytes   Unit = "Bytes"
+	UnitSeconds Unit = "Seconds"
 )
 
 // Emitter writes metrics to its writer in the Embedded Metric Format, one
@@ -29,6 +30,11 @@ const (
 type Emitter struct {
 	// Now is the clock that stamps each line. Default: time.Now.
 	Now func() time.Time
+	// Fields, when set, returns members added to every line, after the
+	// caller's props (which win on a clash): on Lambda, the running
+	// invocation's request ids (reqlog.Fields), so that a metric line joins
+	// the log lines of its request.
+	Fields func() map[string]any
 
 	namespace string
 
@@ -104,6 +110,18 @@ func (e *Emitter) Add(name string, unit Unit, dims map[string]string, value floa
 	buf.WriteByte(',')
 	member(&buf, name, value)
 
+	if e.Fields != nil {
+		if extra := e.Fields(); len(extra) > 0 {
+			merged := make(map[string]any, len(props)+len(extra))
+			for k, v := range extra {
+				merged[k] = v
+			}
+			for k, v := range props {
+				merged[k] = v
+			}
+			props = merged
+		}
+	}
 	propKeys := make([]string, 0, len(props))
 	for k := range props {
 		if _, isDim := dims[k]; !isDim && k != awsKey && k != name {

@@ -252,3 +252,19 @@ func TestEmitterConcurrent(t *testing.T) {
 		t.Errorf("got %d distinct values, want %d", len(seen), goroutines*each)
 	}
 }
+
+func TestEmitterFields(t *testing.T) {
+	e, buf := newTestEmitter(t)
+	e.Fields = func() map[string]any {
+		return map[string]any{"aws_request_id": "req-1", "cold_start": true, "workspace_id": "from-fields"}
+	}
+	e.Count(Acked, nil, 1, map[string]any{"workspace_id": "w1"})
+	docs := decodeLines(t, buf.String())
+	want := map[string]any{
+		"_aws": emf(Acked, "Count"), Acked: float64(1),
+		"aws_request_id": "req-1", "cold_start": true, "workspace_id": "w1",
+	}
+	if !reflect.DeepEqual(docs[0], want) {
+		t.Errorf("got %v, want %v", docs[0], want)
+	}
+}

@@ -15,6 +15,14 @@ const (
 	Fetched = "pending_uploads_fetched"
 	// Acked counts acks answered 200.
 	Acked = "pending_uploads_acked"
+	// BacklogFiles is the number of files waiting (neither acked nor
+	// expired), measured by each sweep.
+	BacklogFiles = "pending_uploads_backlog_files"
+	// BacklogBytes is their total size, in Bytes.
+	BacklogBytes = "pending_uploads_backlog_bytes"
+	// BacklogOldestAge is the age of the oldest waiting file, in Seconds
+	// (0 when none waits).
+	BacklogOldestAge = "pending_uploads_backlog_oldest_age_seconds"
 )
 
 // Outcome is the dimension of Swept that says why rows went.

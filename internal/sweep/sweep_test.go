@@ -1,0 +1,83 @@
+package sweep_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/sweep"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestRunReportsBacklog: one sweep over real rows emits the swept counts
+// and the backlog left after it (files, bytes, the oldest's age), and logs
+// the same on its line.
+func TestRunReportsBacklog(t *testing.T) {
+	pool := pgtest.MustOpen(t)
+	s := pendinguploads.New(pool)
+	ctx := context.Background()
+	ws := uuid.New()
+	var wantBytes int64
+	for i, set := range []string{
+		`created_at = now() - interval '2 hours'`,  // waiting, the oldest
+		`fetched_at = now()`,                       // waiting
+		`expires_at = now() - interval '1 second'`, // swept as expired
+		`acked_at = now() - interval '2 hours'`,    // swept as acked
+	} {
+		rec, err := s.Put(ctx, ws, bytes.Repeat([]byte("x"), 10+i), "f.txt", "text/plain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE pending_uploads SET `+set+` WHERE file_id = $1`, rec.FileID); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			wantBytes += rec.SizeBytes
+		}
+	}
+
+	var out, logs bytes.Buffer
+	res, err := sweep.Run(ctx, s, time.Hour, slog.New(slog.NewJSONHandler(&logs, nil)), metrics.New(&out, metrics.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (pendinguploads.SweepResult{Acked: 1, Expired: 1}) {
+		t.Errorf("got %+v, want 1 acked, 1 expired", res)
+	}
+
+	got := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		for _, name := range []string{metrics.BacklogFiles, metrics.BacklogBytes, metrics.BacklogOldestAge} {
+			if v, ok := doc[name].(float64); ok {
+				got[name] = v
+			}
+		}
+	}
+	if got[metrics.BacklogFiles] != 2 || got[metrics.BacklogBytes] != float64(wantBytes) {
+		t.Errorf("backlog metrics: got %v, want 2 files, %d bytes", got, wantBytes)
+	}
+	if age := got[metrics.BacklogOldestAge]; age < 7200 || age > 7260 {
+		t.Errorf("oldest age: got %v s, want about 7200", age)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if line["msg"] != "swept" || line["backlog_files"] != float64(2) || line["backlog_bytes"] != float64(wantBytes) {
+		t.Errorf("log line: got %v", line)
+	}
+}
