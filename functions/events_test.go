@@ -262,7 +262,9 @@ func TestUploadEvent(t *testing.T) {
 func TestEvents(t *testing.T) {
 	routes := make(map[string]httpapi.Route)
 	for _, r := range httpapi.Routes {
-		routes[r.Function] = r
+		if _, ok := routes[r.Function]; !ok { // list also serves GET /uploads/limits
+			routes[r.Function] = r
+		}
 	}
 	for _, fn := range []string{"upload", "presign", "list", "content", "ack"} {
 		t.Run(fn, func(t *testing.T) {

@@ -128,6 +128,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		api.MaxResponseBytes = cfg.MaxResponseBytes
 		api.Logger = log
 		api.Metrics = a.Metrics
+		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
 		if a.Blobs != nil {
 			api.Presigner = a.Blobs
 		}

@@ -29,6 +29,10 @@ type Config struct {
 
 	S3Endpoint       string // S3_ENDPOINT
 	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
+
+	// CORSAllowedOrigins (CORS_ALLOWED_ORIGINS, comma-separated) are the
+	// browser origins the API answers with CORS headers; empty: none.
+	CORSAllowedOrigins []string
 }
 
 // Defaults.
@@ -104,6 +108,8 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		}
 		c.S3ForcePathStyle = b
 	}
+	c.CORSAllowedOrigins, err = originsVar(getenv, "CORS_ALLOWED_ORIGINS")
+	add(err)
 	if c.ContentBucket != "" && c.InlineMaxBytes > c.MaxResponseBytes {
 		// Inline files are always served in the body, never redirected.
 		add(fmt.Errorf("INLINE_MAX_BYTES: must not exceed MAX_RESPONSE_BYTES (%d) with a bucket, got %d", c.MaxResponseBytes, c.InlineMaxBytes))
@@ -156,4 +162,24 @@ func durationVar(getenv func(string) string, name string, def time.Duration) (ti
 		return 0, fmt.Errorf("%s: want a duration such as 24h or 90m, got %q", name, v)
 	}
 	return d, nil
+}
+
+// originsVar reads a comma-separated list of origins: each exactly
+// scheme://host[:port], as a browser sends it in Origin (no path, no
+// trailing slash), so that comparing strings is comparing origins.
+// A "*" is refused: the API answers with credentials, per origin.
+func originsVar(getenv func(string) string, name string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(getenv(name), ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		scheme, host, ok := strings.Cut(o, "://")
+		if !ok || (scheme != "https" && scheme != "http") || host == "" || strings.ContainsAny(host, "/?#*@ ") {
+			return nil, fmt.Errorf("%s: want origins such as https://canvas.example.com, got %q", name, o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }

@@ -81,3 +81,28 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		}
 	})
 }
+
+// TestCORSAllowedOrigins: a comma-separated list of exact origins; empty
+// means none; anything that is not an origin stops the process.
+func TestCORSAllowedOrigins(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{" , ", nil},
+		{"https://canvas.example.com", []string{"https://canvas.example.com"}},
+		{"https://a.example.com, http://localhost:5173", []string{"https://a.example.com", "http://localhost:5173"}},
+	} {
+		got, err := config.Load(env(map[string]string{"CORS_ALLOWED_ORIGINS": c.in}), 0)
+		if err != nil || strings.Join(got.CORSAllowedOrigins, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%q: got %q, %v; want %q", c.in, got.CORSAllowedOrigins, err, c.want)
+		}
+	}
+	for _, bad := range []string{"*", "canvas.example.com", "https://canvas.example.com/", "https://a.example.com/app", "ftp://a.example.com", "https://"} {
+		_, err := config.Load(env(map[string]string{"CORS_ALLOWED_ORIGINS": bad}), 0)
+		if err == nil || !strings.Contains(err.Error(), "CORS_ALLOWED_ORIGINS") {
+			t.Errorf("%q: got %v, want an error naming CORS_ALLOWED_ORIGINS", bad, err)
+		}
+	}
+}

@@ -1,8 +1,12 @@
 // Package deploytest holds the deployment files to the code: template.yaml
-// passes cfn-lint, its HttpApi events are exactly internal/httpapi.Routes,
-// each on the function built from the route's directory, and template.yaml,
-// lambda.mk and the directories under functions/ name the same functions.
-// functions/hello is the one exception: a test-only function (the
-// lambdatest harness's own subject and the cold-start baseline) that is
-// never deployed. The package has tests only.
+// passes cfn-lint; its REST API (logical ID Api, stage v1) is defined by
+// openapi.yaml, whose every operation is a Lambda proxy integration of the
+// function serving the route in internal/httpapi.Routes (the content route
+// streaming); the functions' Api events (their invoke permissions) are the
+// same routes plus their CORS preflights; the CORS origins reach the
+// functions and the bucket; and template.yaml, lambda.mk and the
+// directories under functions/ name the same functions. functions/hello
+// is the one exception: a test-only function (the lambdatest harness's
+// own subject and the cold-start baseline) that is never deployed. The
+// package has tests only.
 package deploytest

@@ -61,6 +61,9 @@ type API struct {
 	Now func() time.Time
 	// NewID makes upload IDs for presign (default uuid.New).
 	NewID func() uuid.UUID
+	// CORSAllowedOrigins are the browser origins answered with CORS
+	// headers (cors.go); empty: none.
+	CORSAllowedOrigins []string
 }
 
 // New returns the API over store and authn.
@@ -69,7 +72,8 @@ func New(store *pendinguploads.Store, authn *auth.Authenticator) *API {
 }
 
 // Handler returns the handler of one function of Routes, wrapped in a mux
-// that knows only that function's route: anything else is a JSON 404.
+// that knows only that function's routes (and their CORS preflight
+// OPTIONS): anything else is a JSON 404.
 // It panics on an unknown name (a wiring bug, caught at start).
 func (a *API) Handler(function string) http.Handler {
 	mux := http.NewServeMux()
@@ -77,6 +81,7 @@ func (a *API) Handler(function string) http.Handler {
 	for _, rt := range Routes {
 		if rt.Function == function {
 			mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(function))
+			mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
 			found = true
 		}
 	}
@@ -84,7 +89,7 @@ func (a *API) Handler(function string) http.Handler {
 		panic("httpapi: no route for function " + function)
 	}
 	mux.HandleFunc("/", a.notFound)
-	return mux
+	return a.withCORS(mux)
 }
 
 // Mux returns every route on one mux, for the dev server and tests.
@@ -92,9 +97,10 @@ func (a *API) Mux() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt.Function))
+		mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
 	}
 	mux.HandleFunc("/", a.notFound)
-	return mux
+	return a.withCORS(mux)
 }
 
 func (a *API) handlerFunc(function string) http.HandlerFunc {

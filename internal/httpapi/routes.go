@@ -11,12 +11,15 @@ type Route struct {
 }
 
 // Routes is the whole HTTP API, in the order of API.md. The dev server
-// mounts every entry; each Lambda serves exactly one; a test holds
-// template.yaml to this table.
+// mounts every entry; each Lambda serves its function's entries (one, but
+// list also serves the public GET /uploads/limits), each with its CORS
+// preflight OPTIONS; tests hold template.yaml and openapi.yaml to this
+// table.
 var Routes = []Route{
 	{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload"},
 	{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign"},
 	{"GET", "/workspaces/{workspaceId}/pending-uploads", "list"},
 	{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content"},
 	{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack"},
+	{"GET", "/uploads/limits", "list"},
 }
