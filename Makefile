@@ -32,11 +32,13 @@ vet:
 	$(GO) vet $(PKGS)
 
 # cross-build: the client and pendingctl run on workspaces' machines, Windows
-# and macOS included (the pull lock is gofrs/flock: flock or LockFileEx).
-# The rest (Lambda functions, dev server, test harnesses) is Linux-only.
+# and macOS included (the pull lock is gofrs/flock: flock or LockFileEx), so
+# the whole module builds and vets there; the test harnesses' process
+# handling is per OS, and loadgen is Linux-only.
 cross-build:
-	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./client/ ./cmd/pendingctl/
-	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./client/ ./cmd/pendingctl/
+	GOOS=windows GOARCH=amd64 $(GO) build ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet ./client/ ./cmd/pendingctl/
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 # -p 2 matches the two cores; each test package starts its own Postgres
 # (and moto where it needs S3). -count=1: results that depend on those

@@ -1,4 +1,6 @@
-// Command loadgen is a bounded load generator for the dev server: N
+//go:build linux
+
+// Command loadgen (Linux only) is a bounded load generator for the dev server: N
 // concurrent workspaces, each doing upload → list → content → ack in a
 // loop, until -duration passes or -max-requests are sent. It reports
 // throughput, p50/p99 per route and errors (any error exits 1), and

@@ -16,12 +16,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +47,7 @@ type Cluster struct {
 	port   int
 	cmd    *exec.Cmd
 	exited chan struct{}
-	cred   *syscall.Credential
+	cred   *credential
 }
 
 // User is the database superuser every local cluster is created with.
@@ -154,7 +152,7 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// SIGINT is postgres's "fast shutdown"; it is also what the child gets
 	// if this process dies without calling Stop.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGINT, Setpgid: true}
+	cmd.SysProcAttr = serverAttr(c.cred)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("localpg: start postgres: %w", err)
 	}
@@ -192,7 +190,9 @@ func (c *Cluster) Stop() {
 	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		_ = c.cmd.Process.Kill()
+	}
 	select {
 	case <-c.exited:
 	case <-time.After(30 * time.Second):
@@ -207,7 +207,7 @@ func (c *Cluster) dataDir() string { return filepath.Join(c.opts.Dir, "data") }
 func (c *Cluster) initdb(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "initdb"),
 		"-D", c.dataDir(), "-U", User, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	cmd.SysProcAttr = childAttr(c.cred)
 	cmd.Dir = c.opts.Dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		hint := ""
@@ -217,32 +217,6 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		return fmt.Errorf("localpg: initdb: %w%s: %s", err, hint, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-func (c *Cluster) chown(path string) error {
-	if c.cred == nil {
-		return nil
-	}
-	if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-		return fmt.Errorf("localpg: %w", err)
-	}
-	return nil
-}
-
-func credentialFor(name string) (*syscall.Credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 }
 
 func freePort() (int, error) {
