@@ -103,72 +103,48 @@ func uploadEventJSON() []byte {
 
 	const route = "/workspaces/{workspaceId}/chat/uploads"
 	path := strings.Replace(route, "{workspaceId}", workspacePlaceholder, 1)
-	type httpCtx struct {
-		Method    string `json:"method"`
-		Path      string `json:"path"`
-		Protocol  string `json:"protocol"`
-		SourceIP  string `json:"sourceIp"`
-		UserAgent string `json:"userAgent"`
+	headers := map[string]string{
+		"Accept":            "application/json",
+		"Authorization":     "Bearer " + adminToken,
+		"Content-Length":    strconv.Itoa(body.Len()),
+		"Content-Type":      mw.FormDataContentType(),
+		"Host":              "abcdef1234.execute-api.us-east-1.amazonaws.com",
+		"User-Agent":        "pendingctl/dev",
+		"X-Amzn-Trace-Id":   "Root=1-6740a0c8-0123456789abcdef01234567",
+		"X-Forwarded-For":   "203.0.113.10",
+		"X-Forwarded-Port":  "443",
+		"X-Forwarded-Proto": "https",
 	}
-	type reqCtx struct {
-		AccountID    string  `json:"accountId"`
-		APIID        string  `json:"apiId"`
-		DomainName   string  `json:"domainName"`
-		DomainPrefix string  `json:"domainPrefix"`
-		HTTP         httpCtx `json:"http"`
-		RequestID    string  `json:"requestId"`
-		RouteKey     string  `json:"routeKey"`
-		Stage        string  `json:"stage"`
-		Time         string  `json:"time"`
-		TimeEpoch    int64   `json:"timeEpoch"`
+	multi := make(map[string][]string, len(headers))
+	for k, v := range headers {
+		multi[k] = []string{v}
 	}
-	type event struct {
-		Version         string            `json:"version"`
-		RouteKey        string            `json:"routeKey"`
-		RawPath         string            `json:"rawPath"`
-		RawQueryString  string            `json:"rawQueryString"`
-		Headers         map[string]string `json:"headers"`
-		RequestContext  reqCtx            `json:"requestContext"`
-		PathParameters  map[string]string `json:"pathParameters"`
-		Body            string            `json:"body"`
-		IsBase64Encoded bool              `json:"isBase64Encoded"`
-	}
-	ev := event{
-		Version:        "2.0",
-		RouteKey:       "POST " + route,
-		RawPath:        path,
-		RawQueryString: "",
-		Headers: map[string]string{
-			"accept":            "application/json",
-			"authorization":     "Bearer " + adminToken,
-			"content-length":    strconv.Itoa(body.Len()),
-			"content-type":      mw.FormDataContentType(),
-			"host":              "abcdef1234.execute-api.us-east-1.amazonaws.com",
-			"user-agent":        "pendingctl/dev",
-			"x-amzn-trace-id":   "Root=1-6740a0c8-0123456789abcdef01234567",
-			"x-forwarded-for":   "203.0.113.10",
-			"x-forwarded-port":  "443",
-			"x-forwarded-proto": "https",
+	// A REST API (payload 1.0) proxy event; BinaryMediaTypes */* makes API
+	// Gateway hand every body over base64-encoded.
+	ev := events.APIGatewayProxyRequest{
+		Resource:          route,
+		Path:              path,
+		HTTPMethod:        "POST",
+		Headers:           headers,
+		MultiValueHeaders: multi,
+		PathParameters:    map[string]string{"workspaceId": workspacePlaceholder},
+		RequestContext: events.APIGatewayProxyRequestContext{
+			AccountID:         "123456789012",
+			APIID:             "abcdef1234",
+			DomainName:        "abcdef1234.execute-api.us-east-1.amazonaws.com",
+			DomainPrefix:      "abcdef1234",
+			ExtendedRequestID: "Pk7sbFHjoAMEb9Q=",
+			HTTPMethod:        "POST",
+			Identity:          events.APIGatewayRequestIdentity{SourceIP: "203.0.113.10", UserAgent: "pendingctl/dev"},
+			Path:              "/v1" + path,
+			Protocol:          "HTTP/1.1",
+			RequestID:         "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+			RequestTime:       "22/Nov/2026:05:30:00 +0000",
+			RequestTimeEpoch:  1795325400000,
+			ResourceID:        "abc123",
+			ResourcePath:      route,
+			Stage:             "v1",
 		},
-		RequestContext: reqCtx{
-			AccountID:    "123456789012",
-			APIID:        "abcdef1234",
-			DomainName:   "abcdef1234.execute-api.us-east-1.amazonaws.com",
-			DomainPrefix: "abcdef1234",
-			HTTP: httpCtx{
-				Method:    "POST",
-				Path:      path,
-				Protocol:  "HTTP/1.1",
-				SourceIP:  "203.0.113.10",
-				UserAgent: "pendingctl/dev",
-			},
-			RequestID: "Pk7sVh0aoAMEcUQ=",
-			RouteKey:  "POST " + route,
-			Stage:     "$default",
-			Time:      "22/Nov/2026:05:30:00 +0000",
-			TimeEpoch: 1795325400000,
-		},
-		PathParameters:  map[string]string{"workspaceId": workspacePlaceholder},
 		Body:            base64.StdEncoding.EncodeToString(body.Bytes()),
 		IsBase64Encoded: true,
 	}
@@ -179,8 +155,8 @@ func uploadEventJSON() []byte {
 	return append(b, '\n')
 }
 
-// TestUploadEvent holds events/upload.json to what it claims: an HTTP API
-// event whose base64 body is multipart/form-data with the boundary of its
+// TestUploadEvent holds events/upload.json to what it claims: a REST API
+// (payload 1.0) event whose base64 body is multipart/form-data with the boundary of its
 // Content-Type header, carrying exactly uploadFiles as "files" parts, one
 // of them not UTF-8. With -update it rewrites the file first.
 func TestUploadEvent(t *testing.T) {
@@ -194,26 +170,26 @@ func TestUploadEvent(t *testing.T) {
 		t.Errorf("events/upload.json differs from what the test builds; run: go test ./functions -run TestUploadEvent -update")
 	}
 
-	var ev events.APIGatewayV2HTTPRequest
+	var ev events.APIGatewayProxyRequest
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
 	if !ev.IsBase64Encoded {
 		t.Fatalf("isBase64Encoded: got false, want true")
 	}
-	if got, want := ev.Headers["authorization"], "Bearer "+adminToken; got != want {
+	if got, want := ev.Headers["Authorization"], "Bearer "+adminToken; got != want {
 		t.Errorf("authorization: got %q, want %q", got, want)
 	}
 	body, err := base64.StdEncoding.DecodeString(ev.Body)
 	if err != nil {
 		t.Fatalf("body is not base64: %v", err)
 	}
-	if got, want := ev.Headers["content-length"], strconv.Itoa(len(body)); got != want {
+	if got, want := ev.Headers["Content-Length"], strconv.Itoa(len(body)); got != want {
 		t.Errorf("content-length: got %s, want %s (the decoded body's size)", got, want)
 	}
-	mediatype, params, err := mime.ParseMediaType(ev.Headers["content-type"])
+	mediatype, params, err := mime.ParseMediaType(ev.Headers["Content-Type"])
 	if err != nil || mediatype != "multipart/form-data" || params["boundary"] == "" {
-		t.Fatalf("content-type %q: got %s %v (%v), want multipart/form-data with a boundary", ev.Headers["content-type"], mediatype, params, err)
+		t.Fatalf("content-type %q: got %s %v (%v), want multipart/form-data with a boundary", ev.Headers["Content-Type"], mediatype, params, err)
 	}
 
 	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
@@ -268,8 +244,9 @@ func TestEvents(t *testing.T) {
 	}
 	for _, fn := range []string{"upload", "presign", "list", "content", "ack"} {
 		t.Run(fn, func(t *testing.T) {
-			var ev events.APIGatewayV2HTTPRequest
+			var ev events.APIGatewayProxyRequest
 			dec := json.NewDecoder(bytes.NewReader(readEvent(t, fn)))
+			dec.DisallowUnknownFields()
 			if err := dec.Decode(&ev); err != nil {
 				t.Fatalf("unmarshal: %v", err)
 			}
@@ -277,18 +254,18 @@ func TestEvents(t *testing.T) {
 			if !ok {
 				t.Fatalf("no route for %s in httpapi.Routes", fn)
 			}
-			if got, want := ev.RouteKey, rt.Method+" "+rt.Path; got != want || ev.RequestContext.RouteKey != want {
-				t.Errorf("routeKey: got %q / %q, want %q", got, ev.RequestContext.RouteKey, want)
+			if ev.Resource != rt.Path || ev.RequestContext.ResourcePath != rt.Path {
+				t.Errorf("resource: got %q / %q, want %q", ev.Resource, ev.RequestContext.ResourcePath, rt.Path)
 			}
-			if ev.Version != "2.0" {
-				t.Errorf("version: got %q, want 2.0", ev.Version)
-			}
-			if ev.RequestContext.HTTP.Method != rt.Method {
-				t.Errorf("method: got %q, want %q", ev.RequestContext.HTTP.Method, rt.Method)
+			if ev.HTTPMethod != rt.Method || ev.RequestContext.HTTPMethod != rt.Method {
+				t.Errorf("method: got %q / %q, want %q", ev.HTTPMethod, ev.RequestContext.HTTPMethod, rt.Method)
 			}
 			path := strings.NewReplacer("{workspaceId}", workspacePlaceholder, "{fileId}", filePlaceholder).Replace(rt.Path)
-			if ev.RawPath != path || ev.RequestContext.HTTP.Path != path {
-				t.Errorf("path: got %q / %q, want %q", ev.RawPath, ev.RequestContext.HTTP.Path, path)
+			if ev.Path != path || ev.RequestContext.Path != "/"+ev.RequestContext.Stage+path {
+				t.Errorf("path: got %q / %q, want %q under the stage", ev.Path, ev.RequestContext.Path, path)
+			}
+			if ev.Body != "" && !ev.IsBase64Encoded {
+				t.Errorf("a body not base64-encoded: API Gateway's BinaryMediaTypes */* encodes every body")
 			}
 			if ev.PathParameters["workspaceId"] != workspacePlaceholder {
 				t.Errorf("pathParameters.workspaceId: got %q, want %q", ev.PathParameters["workspaceId"], workspacePlaceholder)
@@ -296,8 +273,11 @@ func TestEvents(t *testing.T) {
 			if strings.Contains(rt.Path, "{fileId}") && ev.PathParameters["fileId"] != filePlaceholder {
 				t.Errorf("pathParameters.fileId: got %q, want %q", ev.PathParameters["fileId"], filePlaceholder)
 			}
-			if got, want := ev.Headers["authorization"], "Bearer "+adminToken; got != want {
+			if got, want := ev.Headers["Authorization"], "Bearer "+adminToken; got != want {
 				t.Errorf("authorization: got %q, want %q", got, want)
+			}
+			if got := ev.MultiValueHeaders["Authorization"]; len(got) != 1 || got[0] != "Bearer "+adminToken {
+				t.Errorf("multiValueHeaders.Authorization: got %q", got)
 			}
 		})
 	}

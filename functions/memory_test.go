@@ -40,17 +40,20 @@ func BenchmarkPeakRSS(b *testing.B) {
 	fw.Write(data)
 	mw.Close()
 
-	var ev events.APIGatewayV2HTTPRequest
+	var ev events.APIGatewayProxyRequest
 	if err := json.Unmarshal(readEvent(b, "upload"), &ev); err != nil {
 		b.Fatal(err)
 	}
 	for k := range ev.Headers {
 		if strings.EqualFold(k, "content-type") || strings.EqualFold(k, "content-length") {
 			delete(ev.Headers, k)
+			delete(ev.MultiValueHeaders, k)
 		}
 	}
-	ev.Headers["content-type"] = mw.FormDataContentType()
-	ev.Headers["content-length"] = strconv.Itoa(body.Len())
+	ev.Headers["Content-Type"] = mw.FormDataContentType()
+	ev.Headers["Content-Length"] = strconv.Itoa(body.Len())
+	ev.MultiValueHeaders["Content-Type"] = []string{ev.Headers["Content-Type"]}
+	ev.MultiValueHeaders["Content-Length"] = []string{ev.Headers["Content-Length"]}
 	ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body.Bytes()), true
 	uploadEvent, _ := json.Marshal(ev)
 

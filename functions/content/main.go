@@ -10,5 +10,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
-	lambda.Start(lambdafn.HTTP(a.API.Handler("content")))
+	lambda.Start(lambdafn.Stream(a.API.Handler("content")))
 }

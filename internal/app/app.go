@@ -125,7 +125,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		authn.Logger = log
 		api := httpapi.New(a.Store, authn)
 		api.MaxRequestBytes = cfg.MaxRequestBytes
-		api.MaxResponseBytes = cfg.MaxResponseBytes
 		api.Logger = log
 		api.Metrics = a.Metrics
 		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins

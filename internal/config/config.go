@@ -19,10 +19,10 @@ type Config struct {
 	AdminToken          string // ADMIN_TOKEN
 	AdminTokenSecretARN string // ADMIN_TOKEN_SECRET_ARN
 
-	ContentBucket    string // CONTENT_BUCKET: unset keeps bytes in Postgres
-	InlineMaxBytes   int64  // INLINE_MAX_BYTES
-	MaxRequestBytes  int64  // MAX_REQUEST_BYTES
-	MaxResponseBytes int64  // MAX_RESPONSE_BYTES
+	ContentBucket   string // CONTENT_BUCKET: unset keeps bytes in Postgres
+	InlineMaxBytes  int64  // INLINE_MAX_BYTES
+	MaxRequestBytes int64  // MAX_REQUEST_BYTES
+	MaxFileBytes    int64  // MAX_FILE_BYTES: the per-file cap
 
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
@@ -37,26 +37,22 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultInlineMaxBytes   = 256 << 10
-	DefaultMaxRequestBytes  = 4 << 20
-	DefaultMaxResponseBytes = 4 << 20
-	DefaultUploadTTL        = 24 * time.Hour
-	DefaultAckRetention     = time.Hour
+	DefaultInlineMaxBytes  = 256 << 10
+	DefaultMaxRequestBytes = 4 << 20
+	DefaultMaxFileBytes    = 25 << 20
+	DefaultUploadTTL       = 24 * time.Hour
+	DefaultAckRetention    = time.Hour
 
-	// maxFileBytes is the per-file cap (25 MiB); inline files cannot
-	// exceed it.
-	maxFileBytes = 25 << 20
-	// maxResponseCap bounds MAX_RESPONSE_BYTES: a Lambda response is at
-	// most 6 MB, binary bodies grow by a third in base64, and the headers
-	// and JSON envelope need room: 4.25 MiB.
-	maxResponseCap = 4<<20 + 256<<10
+	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
+	// what the schema's CHECK allows (100 MiB).
+	MaxFileBytesCap = 100 << 20
 	// maxRowLife bounds UPLOAD_TTL + ACK_RETENTION with a bucket: the
 	// bucket's backstop rule deletes objects/ after 3 days, and a row must
 	// never outlive its object.
 	maxRowLife = 72 * time.Hour
 	// maxRequestCap bounds MAX_REQUEST_BYTES, for the dev server too: 64
 	// files of 25 MiB.
-	maxRequestCap = 64 * maxFileBytes
+	maxRequestCap = 64 * DefaultMaxFileBytes
 )
 
 // Requirement says which settings a process cannot start without.
@@ -87,11 +83,11 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		}
 	}
 	var err error
-	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, maxFileBytes)
+	c.MaxFileBytes, err = bytesVar(getenv, "MAX_FILE_BYTES", DefaultMaxFileBytes, 1, MaxFileBytesCap)
+	add(err)
+	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, MaxFileBytesCap)
 	add(err)
 	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
-	add(err)
-	c.MaxResponseBytes, err = bytesVar(getenv, "MAX_RESPONSE_BYTES", DefaultMaxResponseBytes, 1024, maxResponseCap)
 	add(err)
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	add(err)
@@ -110,10 +106,6 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	}
 	c.CORSAllowedOrigins, err = originsVar(getenv, "CORS_ALLOWED_ORIGINS")
 	add(err)
-	if c.ContentBucket != "" && c.InlineMaxBytes > c.MaxResponseBytes {
-		// Inline files are always served in the body, never redirected.
-		add(fmt.Errorf("INLINE_MAX_BYTES: must not exceed MAX_RESPONSE_BYTES (%d) with a bucket, got %d", c.MaxResponseBytes, c.InlineMaxBytes))
-	}
 	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
 		add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
 			maxRowLife, c.UploadTTL, c.AckRetention))

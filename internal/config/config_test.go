@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.InlineMaxBytes != 262144 || c.MaxRequestBytes != 4194304 || c.MaxResponseBytes != 4194304 ||
+	if c.InlineMaxBytes != 262144 || c.MaxRequestBytes != 4194304 || c.MaxFileBytes != 26214400 ||
 		c.UploadTTL != 24*time.Hour || c.AckRetention != time.Hour || c.ContentBucket != "" || c.S3ForcePathStyle {
 		t.Fatalf("defaults: got %+v", c)
 	}
@@ -41,7 +41,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	cases := map[string]map[string]string{
 		"INLINE_MAX_BYTES":       {"INLINE_MAX_BYTES": "lots"},
 		"MAX_REQUEST_BYTES":      {"MAX_REQUEST_BYTES": "-1"},
-		"MAX_RESPONSE_BYTES":     {"MAX_RESPONSE_BYTES": "99999999999"},
+		"MAX_FILE_BYTES":         {"MAX_FILE_BYTES": "104857601"},
 		"UPLOAD_TTL":             {"UPLOAD_TTL": "a day"},
 		"ACK_RETENTION":          {"ACK_RETENTION": "1 hour"},
 		"S3_FORCE_PATH_STYLE":    {"S3_FORCE_PATH_STYLE": "yes please"},
@@ -57,9 +57,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			}
 		})
 	}
-	t.Run("InlineAboveResponseCapWithBucket", func(t *testing.T) {
-		_, err := config.Load(env(map[string]string{"CONTENT_BUCKET": "b", "INLINE_MAX_BYTES": "5000000"}), 0)
-		if err == nil || !strings.Contains(err.Error(), "INLINE_MAX_BYTES") {
+	t.Run("ZeroFileCap", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{"MAX_FILE_BYTES": "0"}), 0)
+		if err == nil || !strings.Contains(err.Error(), "MAX_FILE_BYTES") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -69,10 +69,10 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
-	t.Run("ResponseCapFitsALambdaResponse", func(t *testing.T) {
-		_, err := config.Load(env(map[string]string{"MAX_RESPONSE_BYTES": "6291456"}), 0)
-		if err == nil || !strings.Contains(err.Error(), "MAX_RESPONSE_BYTES") {
-			t.Fatalf("got %v", err)
+	t.Run("FileCapUpTo100MiB", func(t *testing.T) {
+		c, err := config.Load(env(map[string]string{"MAX_FILE_BYTES": "104857600"}), 0)
+		if err != nil || c.MaxFileBytes != 104857600 {
+			t.Fatalf("got %d, %v", c.MaxFileBytes, err)
 		}
 	})
 	t.Run("ZeroTTL", func(t *testing.T) {

@@ -45,13 +45,15 @@ func TestAck(t *testing.T) {
 		}
 	})
 
-	t.Run("AckedIsGoneFromContentAndList", func(t *testing.T) {
+	t.Run("AckedLeavesListStaysReadable", func(t *testing.T) {
 		ws := uuid.New()
 		tok := srv.WorkspaceToken(t, ws)
 		keep := stage(t, srv, ws, "keep", "", "k")
 		f := stage(t, srv, ws, "a", "", "a")
 		wantAcked(t, post(t, ackURL(srv, ws.String(), f.FileID), tok, "", nil))
-		wantError(t, get(t, contentURL(srv, ws.String(), f.FileID), tok), http.StatusNotFound, msgGone, nil)
+		// The canvas re-opens attachments from chat history after the ack.
+		wantContent(t, get(t, contentURL(srv, ws.String(), f.FileID), tok), []byte("a"), "application/octet-stream",
+			`attachment; filename="a"; filename*=UTF-8''a`)
 		if got, want := listQuery(t, srv, ws, tok, "").ids(), []string{keep.FileID}; !slices.Equal(got, want) {
 			t.Errorf("list after ack: got %v, want %v", got, want)
 		}

@@ -20,9 +20,8 @@ import (
 
 // Caps and limits of API.md.
 const (
-	MaxFiles                = 64
-	DefaultMaxRequestBytes  = 4 << 20
-	DefaultMaxResponseBytes = 4 << 20
+	MaxFiles               = 64
+	DefaultMaxRequestBytes = 4 << 20
 	// PresignPutTTL and PresignGetTTL are how long presigned requests live.
 	PresignPutTTL = 15 * time.Minute
 	PresignGetTTL = 5 * time.Minute
@@ -46,10 +45,6 @@ type API struct {
 
 	// MaxRequestBytes caps an upload's body (default DefaultMaxRequestBytes).
 	MaxRequestBytes int64
-	// MaxResponseBytes is the largest file served in the response body;
-	// larger files held in the bucket are served by redirect (default
-	// DefaultMaxResponseBytes).
-	MaxResponseBytes int64
 	// Presigner, when set, enables presigned uploads and redirects. Set it
 	// exactly when the Store has Blobs.
 	Presigner Presigner
@@ -142,13 +137,6 @@ func (a *API) maxRequest() int64 {
 		return a.MaxRequestBytes
 	}
 	return DefaultMaxRequestBytes
-}
-
-func (a *API) maxResponse() int64 {
-	if a.MaxResponseBytes > 0 {
-		return a.MaxResponseBytes
-	}
-	return DefaultMaxResponseBytes
 }
 
 // guard authenticates the request, then parses the workspace ID, then

@@ -1,15 +1,29 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
 
+// msgExpired is content's answer for a file that is absent, expired or
+// swept (ack has its own, msgGone).
+const msgExpired = "pending upload not found or expired"
+
 // content is GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content.
+// Every file is answered 200 with its bytes, streamed a chunk at a time;
+// one Range gives 206; ?redirect=1 sends a bucket-held file's clients to
+// S3. The status line is written only once the bytes are known to be
+// there, and an answer that fails after it is aborted, never finished
+// short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	ws, p, ok := a.guard(w, r)
 	if !ok {
@@ -19,8 +33,17 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	redirect, err := contentQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	ctx := r.Context()
-	rec, stamped, err := a.store.Fetch(ctx, ws, id)
+	rec, err := a.store.Fetch(ctx, ws, id)
+	if errors.Is(err, pendinguploads.ErrNotFound) {
+		writeError(w, http.StatusNotFound, msgExpired)
+		return
+	}
 	if err != nil {
 		a.fileFailure(w, r, "content", ws, id, p, err)
 		return
@@ -31,13 +54,13 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	}
 	disposition := sanitize.ContentDisposition(rec.Filename)
 
-	if rec.S3Key != "" && rec.SizeBytes > a.maxResponse() && a.Presigner != nil {
+	if redirect && rec.S3Key != "" && a.Presigner != nil {
 		url, err := a.Presigner.PresignGet(ctx, rec.S3Key, disposition, ctype, PresignGetTTL)
 		if err != nil {
 			a.storageFailure(w, r, "presign get", err, "workspace_id", ws, "file_id", id)
 			return
 		}
-		a.markFetched(r, rec, "redirect")
+		a.fetched(rec, "redirect", rec.SizeBytes)
 		h := w.Header()
 		h.Set("Location", url)
 		h.Set("Cache-Control", "private, no-store")
@@ -46,41 +69,125 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	data, err := a.store.Open(ctx, rec)
+	off, n, status := byteRange(r.Header.Get("Range"), rec.SizeBytes)
+	if status == http.StatusRequestedRangeNotSatisfiable {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
+		writeError(w, status, "range not satisfiable")
+		return
+	}
+	body, err := a.store.Open(ctx, rec, off, n)
+	if errors.Is(err, pendinguploads.ErrNotFound) {
+		// Swept between the look-up and the read: nothing was answered yet.
+		writeError(w, http.StatusNotFound, msgExpired)
+		return
+	}
 	if err != nil {
 		a.storageFailure(w, r, "open", err, "workspace_id", ws, "file_id", id)
 		return
 	}
-	if stamped {
-		a.fetched(rec, "body")
-	} else {
-		a.markFetched(r, rec, "body")
-	}
+	defer body.Close()
+
 	h := w.Header()
 	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(data)))
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
 	h.Set("Content-Disposition", disposition)
 	if len(rec.SHA256) > 0 {
 		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}
-
-// markFetched stamps fetched_at; a failure is logged, not answered: the
-// bytes are good either way.
-func (a *API) markFetched(r *http.Request, rec pendinguploads.Record, via string) {
-	if err := a.store.MarkFetched(r.Context(), rec.WorkspaceID, rec.FileID); err != nil {
-		a.logger().Warn("fetched_at not stamped", "workspace_id", rec.WorkspaceID, "file_id", rec.FileID, "err", err)
+	h.Set("Accept-Ranges", "bytes")
+	if status == http.StatusPartialContent {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, rec.SizeBytes))
 	}
-	a.fetched(rec, via)
+	w.WriteHeader(status)
+	sent, err := io.CopyBuffer(w, body, make([]byte, min(n, 256<<10)))
+	if err != nil || sent != n {
+		// The status line is gone: abort the answer, so that the client
+		// sees a broken transfer rather than a short file.
+		a.logger().Error("content aborted", "workspace_id", ws, "file_id", id, "size", rec.SizeBytes,
+			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	a.fetched(rec, "body", n)
 }
 
-// fetched logs and counts a fetch whose fetched_at is stamped.
-func (a *API) fetched(rec pendinguploads.Record, via string) {
+// contentQuery reads content's query string: empty, or redirect=1. Any
+// other parameter or value, or a query that does not parse, is an error
+// whose text is the answer.
+func contentQuery(raw string) (redirect bool, err error) {
+	if raw == "" {
+		return false, nil
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return false, errors.New("invalid query string")
+	}
+	for k, v := range q {
+		if k != "redirect" || len(v) != 1 || v[0] != "1" {
+			return false, errors.New("invalid query parameter (only redirect=1)")
+		}
+	}
+	return true, nil
+}
+
+// byteRange reads a Range header against a file of size bytes: the
+// offset and length to send, and the status to answer. One range of
+// bytes (first-last, first-, or -suffix) is 206, or 416 when no byte of
+// it is in the file. Anything else (no header, another unit, several
+// ranges, a header that does not parse) is the whole file, 200: RFC 9110
+// lets a server ignore Range, and a client asking for several ranges gets
+// them all.
+func byteRange(header string, size int64) (off, n int64, status int) {
+	whole := func() (int64, int64, int) { return 0, size, http.StatusOK }
+	unit, spec, ok := strings.Cut(strings.TrimSpace(header), "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
+		return whole()
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return whole()
+	}
+	num := func(s string) (int64, bool) {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		return v, err == nil
+	}
+	switch {
+	case first == "":
+		suffix, ok := num(last)
+		if !ok {
+			return whole()
+		}
+		if suffix == 0 {
+			return 0, 0, http.StatusRequestedRangeNotSatisfiable
+		}
+		suffix = min(suffix, size)
+		return size - suffix, suffix, http.StatusPartialContent
+	default:
+		start, ok := num(first)
+		if !ok {
+			return whole()
+		}
+		end := size - 1
+		if last != "" {
+			if end, ok = num(last); !ok || end < start {
+				return whole()
+			}
+			end = min(end, size-1)
+		}
+		if start >= size {
+			return 0, 0, http.StatusRequestedRangeNotSatisfiable
+		}
+		return start, end - start + 1, http.StatusPartialContent
+	}
+}
+
+// fetched logs and counts a fetch (fetched_at is stamped by Fetch).
+func (a *API) fetched(rec pendinguploads.Record, via string, sent int64) {
 	a.logger().Info("fetched", "via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
-		"size", rec.SizeBytes, "filename", rec.Filename)
+		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

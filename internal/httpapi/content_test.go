@@ -32,6 +32,7 @@ func wantContent(t *testing.T, res result, content []byte, ctype, disposition st
 		"Content-Digest":         "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":",
 		"X-Content-Type-Options": "nosniff",
 		"Cache-Control":          "private, no-store",
+		"Accept-Ranges":          "bytes",
 	}
 	for k, v := range want {
 		if got := res.header.Values(k); len(got) != 1 || got[0] != v {
@@ -130,14 +131,23 @@ func TestContent(t *testing.T) {
 		for _, tt := range []struct{ name, id string }{
 			{"Absent", uuid.NewString()},
 			{"Expired", expired.FileID},
-			{"Acked", acked.FileID},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				for _, token := range []string{tok, srv.AdminToken} {
-					wantError(t, get(t, contentURL(srv, ws.String(), tt.id), token), http.StatusNotFound, msgGone, nil)
+					wantError(t, get(t, contentURL(srv, ws.String(), tt.id), token), http.StatusNotFound, msgExpired, nil)
 				}
 			})
 		}
+		t.Run("AckedNotSweptIsServed", func(t *testing.T) {
+			wantContent(t, get(t, contentURL(srv, ws.String(), acked.FileID), tok), []byte("a"), "application/octet-stream",
+				`attachment; filename="acked"; filename*=UTF-8''acked`)
+		})
+		t.Run("Swept", func(t *testing.T) {
+			if _, err := srv.Pool.Exec(context.Background(), `DELETE FROM pending_uploads WHERE file_id = $1`, acked.FileID); err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, get(t, contentURL(srv, ws.String(), acked.FileID), tok), http.StatusNotFound, msgExpired, nil)
+		})
 	})
 
 	t.Run("OtherWorkspacesFile", func(t *testing.T) {

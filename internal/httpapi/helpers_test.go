@@ -39,6 +39,7 @@ const (
 	msgBodyCap    = "request body too large"
 	msgGone       = "pending upload not found, expired, or already acked"
 	msgNotYours   = "pending upload not found"
+	msgExpired    = "pending upload not found or expired"
 	msgStorage    = "storage error"
 	msgPresignOff = "presigned uploads are not enabled"
 )

@@ -134,7 +134,7 @@ func Test25MiBThroughTheBucket(t *testing.T) {
 		t.Fatalf("list: got %v", list.Uploads)
 	}
 
-	req, _ := http.NewRequest("GET", base+"/pending-uploads/"+f.FileID+"/content", nil)
+	req, _ := http.NewRequest("GET", base+"/pending-uploads/"+f.FileID+"/content?redirect=1", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := noRedirect.Do(req)
 	if err != nil {

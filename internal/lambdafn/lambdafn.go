@@ -1,6 +1,7 @@
 // Package lambdafn is the little that every Lambda main shares: build the
-// app from the environment or stop with the variable's name, and adapt an
-// http.Handler to API Gateway HTTP API (payload 2.0) events.
+// app from the environment or stop with the variable's name, and serve an
+// http.Handler to API Gateway REST API proxy events (payload format 1.0),
+// buffered (HTTP) or streamed (Stream).
 package lambdafn
 
 import (
@@ -8,11 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
-
-	"net/http"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/config"
@@ -54,29 +50,4 @@ func WithMargin(ctx context.Context) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(ctx, dl.Add(-Margin))
 	}
 	return context.WithCancel(ctx)
-}
-
-// HTTP adapts h to HTTP API events. Binary bodies survive both ways: the
-// request body is base64-decoded when the event says so, and a response
-// body that is not UTF-8 goes back base64-encoded.
-func HTTP(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	adapter := httpadapter.NewV2(h)
-	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		ctx, end := reqlog.Begin(ctx, ev.RequestContext.RequestID)
-		defer end()
-		ctx, cancel := WithMargin(ctx)
-		defer cancel()
-		resp, err := adapter.ProxyWithContext(ctx, ev)
-		if err != nil {
-			// Only an event the adapter cannot turn into a request (a body
-			// that claims base64 and is not) gets here: the client's fault.
-			slog.Warn("refused", "reason", "unreadable event", "err", err.Error())
-			return events.APIGatewayV2HTTPResponse{
-				StatusCode: http.StatusBadRequest,
-				Headers:    map[string]string{"Content-Type": "application/json"},
-				Body:       `{"error":"malformed request"}` + "\n",
-			}, nil
-		}
-		return resp, nil
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,7 +26,17 @@ import (
 const (
 	MaxEventBytes    = 6291456
 	MaxResponseBytes = 6291556
+	// MaxStreamedBytes bounds a streamed response (Lambda's soft limit is
+	// 200 MB); the harness holds what it receives, so it stops there.
+	MaxStreamedBytes = 200 << 20
 )
+
+// StreamedContentType is the Content-Type under which aws-lambda-go posts
+// an events.APIGatewayProxyStreamingResponse: a JSON prelude (status,
+// headers, cookies), eight NUL bytes, then the body, sent as it is read.
+// Lambda streams such an answer to API Gateway without the 6 MB limit of
+// a buffered one.
+const StreamedContentType = "application/vnd.awslambda.http-integration-response"
 
 // DefaultTimeout bounds Invoke and WaitInit when their context has no
 // deadline of its own.
@@ -78,6 +89,9 @@ type Result struct {
 	// and for an error; application/octet-stream for an io.Reader that
 	// has no ContentType method).
 	ContentType string
+	// Streamed is set when the function streamed an HTTP integration
+	// response (StreamedContentType); SplitStreamed splits Payload.
+	Streamed bool
 	// Err is set when the function reported a failure (invocation/error),
 	// failed mid-response (the error trailers), or answered too much.
 	Err *FunctionError
@@ -479,7 +493,13 @@ func (r *Runtime) handleNext(w http.ResponseWriter, req *http.Request) {
 // error document base64-encoded. It requires 202.
 func (r *Runtime) handleResponse(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
-	body, err := io.ReadAll(io.LimitReader(req.Body, MaxResponseBytes+1))
+	streamed := req.Header.Get("Content-Type") == StreamedContentType ||
+		strings.EqualFold(req.Header.Get("Lambda-Runtime-Function-Response-Mode"), "streaming")
+	limit := int64(MaxResponseBytes)
+	if streamed {
+		limit = MaxStreamedBytes
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
 		r.violation("POST %s: reading the body: %v", req.URL.Path, err)
 		writeError(w, http.StatusBadRequest, "InvalidRequest", err.Error())
@@ -489,7 +509,7 @@ func (r *Runtime) handleResponse(w http.ResponseWriter, req *http.Request) {
 	rest, _ := io.Copy(io.Discard, req.Body) // to the end, where the trailers are
 	size += rest
 
-	res := Result{RequestID: id, Payload: body, ContentType: req.Header.Get("Content-Type")}
+	res := Result{RequestID: id, Payload: body, ContentType: req.Header.Get("Content-Type"), Streamed: streamed}
 	status := http.StatusAccepted
 	switch {
 	case req.Trailer.Get(trailerErrorType) != "":
@@ -498,11 +518,11 @@ func (r *Runtime) handleResponse(w http.ResponseWriter, req *http.Request) {
 			json.Unmarshal(doc, res.Err)
 			res.Payload = doc
 		}
-	case size > MaxResponseBytes:
+	case size > limit:
 		res.Payload = nil
 		res.Err = &FunctionError{
 			Type:    "Function.ResponseSizeTooLarge",
-			Message: fmt.Sprintf("Response payload size (%d bytes) exceeded maximum allowed payload size (%d bytes).", size, MaxResponseBytes),
+			Message: fmt.Sprintf("Response payload size (%d bytes) exceeded maximum allowed payload size (%d bytes).", size, limit),
 		}
 		status = http.StatusRequestEntityTooLarge
 	}
@@ -516,6 +536,20 @@ func (r *Runtime) handleResponse(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeAccepted(w)
+}
+
+// SplitStreamed splits a streamed HTTP integration response into its JSON
+// prelude and its body, at the eight NUL bytes that end the prelude.
+func SplitStreamed(payload []byte) (prelude, body []byte, err error) {
+	var sep [8]byte
+	i := bytes.Index(payload, sep[:])
+	if i < 0 {
+		return nil, nil, fmt.Errorf("lambdatest: no 8-NUL separator after the prelude in %d bytes", len(payload))
+	}
+	if !json.Valid(payload[:i]) {
+		return nil, nil, fmt.Errorf("lambdatest: prelude %q is not JSON", payload[:i])
+	}
+	return payload[:i], payload[i+8:], nil
 }
 
 // handleInvokeError is POST /runtime/invocation/{id}/error. aws-lambda-go

@@ -24,8 +24,9 @@ func TestAck(t *testing.T) {
 		if err != nil || res != pendinguploads.Acked {
 			t.Fatalf("got %v, %v; want Acked", res, err)
 		}
-		if _, err := s.Get(ctx, ws, rec.FileID); !errors.Is(err, pendinguploads.ErrNotFound) {
-			t.Fatalf("get after ack: got %v, want ErrNotFound", err)
+		// Acked rows stay readable until swept (the canvas re-opens them).
+		if _, err := s.Fetch(ctx, ws, rec.FileID); err != nil {
+			t.Fatalf("fetch after ack: got %v, want the row until the sweep", err)
 		}
 	})
 	t.Run("AlreadyAckedKeepsAckedAt", func(t *testing.T) {
@@ -60,8 +61,11 @@ func TestAck(t *testing.T) {
 		if _, err := s.Ack(ctx, uuid.New(), rec.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
-		if _, err := s.Get(ctx, ws, rec.FileID); err != nil {
+		if _, err := s.Fetch(ctx, ws, rec.FileID); err != nil {
 			t.Fatalf("row no longer visible to its owner: %v", err)
+		}
+		if n := ackedCount(t, pool, rec.FileID); n != 0 {
+			t.Fatalf("another workspace's ack acked the row")
 		}
 	})
 }
@@ -150,4 +154,14 @@ func ackedAt(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) time.Time {
 		t.Fatal("acked_at not set")
 	}
 	return *at
+}
+
+func ackedCount(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

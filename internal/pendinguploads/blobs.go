@@ -3,6 +3,7 @@ package pendinguploads
 import (
 	"context"
 	"fmt"
+	"io"
 )
 
 // PartialDeleteError is returned by a Blobs.Delete that removed some keys
@@ -29,6 +30,11 @@ type Blobs interface {
 	Put(ctx context.Context, key string, content []byte, mimetype string) error
 	// Get returns the whole object.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// Open returns n bytes of the object from offset off, streamed: the
+	// reader yields exactly n bytes or an error. It returns
+	// ErrBlobNotFound (wrapped) for an absent key, and an error when the
+	// object is shorter than off+n.
+	Open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 	// Size returns the object's size, or ErrBlobNotFound.
 	Size(ctx context.Context, key string) (int64, error)
 	// Copy copies the object at src to dst, server-side.

@@ -4,96 +4,178 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-// Get returns the visible (unacked, unexpired) row fileID of workspaceID,
-// with Content set when the bytes are inline. It returns ErrNotFound for
-// an absent, acked or expired row and ErrWrongWorkspace for another
-// workspace's row; in that case the bytes are never read.
-func (s *Store) Get(ctx context.Context, workspaceID, fileID uuid.UUID) (Record, error) {
+// ChunkBytes is how much of a file Fetch returns with the row, and how much
+// Open reads from Postgres at a time: what serving a file holds in memory,
+// whatever its size.
+const ChunkBytes = 1 << 20
+
+// Fetch looks up file fileID of workspaceID for serving, and stamps its
+// fetched_at (a later fetch moves it again). A servable row is unacked and
+// unexpired, or acked and not yet swept: the canvas re-opens attachments
+// after the workspace acked them. Content is set when the bytes are inline
+// and at most ChunkBytes; read any other file with Open.
+//
+// It returns ErrNotFound for an absent or expired row, and for a row that
+// vanished (swept) while the statement ran; ErrWrongWorkspace for another
+// workspace's row, whose bytes are never read. It is one statement.
+func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (Record, error) {
 	var r Record
 	var key *string
+	var stamped bool
+	// The outer SELECT reads the row as the statement's snapshot has it; the
+	// UPDATE in the CTE stamps it, and brings the bytes, only for this
+	// workspace's row. If the row changed under the statement (a sweep
+	// deleted it), the UPDATE re-checks the newest version and skips it:
+	// stamped is then false, and the answer is ErrNotFound rather than a
+	// row without its bytes.
 	err := s.db.QueryRow(ctx, `
-		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
-		       created_at, fetched_at, acked_at, expires_at, s3_key,
-		       CASE WHEN workspace_id = $2 THEN content END
-		FROM pending_uploads
-		WHERE file_id = $1 AND acked_at IS NULL AND expires_at > now()`,
-		fileID, workspaceID).Scan(
-		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
-		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.Content)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Record{}, ErrNotFound
-	}
-	if err != nil {
-		return Record{}, wrap(fmt.Sprintf("get %s", fileID), err)
-	}
-	if r.WorkspaceID != workspaceID {
-		return Record{}, ErrWrongWorkspace
-	}
-	if key != nil {
-		r.S3Key = *key
-	}
-	return r, nil
-}
-
-// MarkFetched stamps fetched_at = now() on the visible row fileID of
-// workspaceID; a later fetch moves it again. It returns ErrNotFound when
-// no such visible row exists (another workspace's row included).
-func (s *Store) MarkFetched(ctx context.Context, workspaceID, fileID uuid.UUID) error {
-	tag, err := s.db.Exec(ctx, `
-		UPDATE pending_uploads SET fetched_at = now()
-		WHERE file_id = $1 AND workspace_id = $2 AND acked_at IS NULL AND expires_at > now()`,
-		fileID, workspaceID)
-	if err != nil {
-		return wrap(fmt.Sprintf("mark fetched %s", fileID), err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
-// Fetch is Get for serving: for a row whose bytes are inline it also
-// stamps fetched_at (stamped is true), in the same statement. A row held
-// in the blob store is returned unstamped, since its bytes are not read
-// yet; the caller stamps it with MarkFetched once it serves them. Every
-// case is one statement. Errors are Get's.
-func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (rec Record, stamped bool, err error) {
-	var r Record
-	var key *string
-	// The outer SELECT reads the row as it was before the UPDATE (a
-	// statement's data-modifying CTE is invisible to its own scans); the
-	// UPDATE's RETURNING brings the bytes, only for an inline row of this
-	// workspace, so another workspace's bytes are never read.
-	err = s.db.QueryRow(ctx, `
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
-		    WHERE file_id = $1 AND workspace_id = $2 AND acked_at IS NULL AND expires_at > now() AND s3_key IS NULL
-		    RETURNING file_id, fetched_at, content
+		    WHERE file_id = $1 AND workspace_id = $2 AND (acked_at IS NOT NULL OR expires_at > now())
+		    RETURNING file_id, fetched_at,
+		              CASE WHEN s3_key IS NULL AND size_bytes <= $3 THEN content END AS content
 		)
 		SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = $1 AND p.acked_at IS NULL AND p.expires_at > now()`,
-		fileID, workspaceID).Scan(
+		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now())`,
+		fileID, workspaceID, int64(ChunkBytes)).Scan(
 		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
 		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.Content, &stamped)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Record{}, false, ErrNotFound
+		return Record{}, ErrNotFound
 	}
 	if err != nil {
-		return Record{}, false, wrap(fmt.Sprintf("fetch %s", fileID), err)
+		return Record{}, wrap(fmt.Sprintf("fetch %s", fileID), err)
 	}
 	if r.WorkspaceID != workspaceID {
-		return Record{}, false, ErrWrongWorkspace
+		return Record{}, ErrWrongWorkspace
+	}
+	if !stamped {
+		return Record{}, ErrNotFound
 	}
 	if key != nil {
 		r.S3Key = *key
 	}
-	return r, stamped, nil
+	if r.S3Key == "" && r.Content != nil && int64(len(r.Content)) != r.SizeBytes {
+		return Record{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.Content), r.SizeBytes)
+	}
+	return r, nil
+}
+
+// Open returns n bytes of r's file from offset off (0 ≤ off, off+n ≤
+// r.SizeBytes), from the row or from the blob store, for r as Fetch
+// returned it. It checks that the bytes are there before it returns: a
+// file swept since Fetch gives ErrNotFound, so that a caller never starts
+// an answer it cannot finish. Reading then yields exactly n bytes, or an
+// error. Close the reader.
+//
+// A large inline file is read ChunkBytes at a time inside one read-only
+// REPEATABLE READ transaction: every chunk comes from the same snapshot,
+// in which the row stays whole even if a sweep deletes it meanwhile. The
+// transaction holds a connection until Close.
+func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 || off+n > r.SizeBytes {
+		return nil, fmt.Errorf("open %s: range %d+%d outside %d bytes", r.FileID, off, n, r.SizeBytes)
+	}
+	if r.S3Key != "" {
+		if s.Blobs == nil {
+			return nil, fmt.Errorf("open %s: %w", r.FileID, ErrNoBlobs)
+		}
+		body, err := s.Blobs.Open(ctx, r.S3Key, off, n)
+		if errors.Is(err, ErrBlobNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, wrap(fmt.Sprintf("open %s", r.FileID), err)
+		}
+		return body, nil
+	}
+	if r.Content != nil {
+		return io.NopCloser(io.NewSectionReader(bytesReaderAt(r.Content), off, n)), nil
+	}
+	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, wrap(fmt.Sprintf("open %s", r.FileID), err)
+	}
+	rr := &rowReader{ctx: ctx, tx: tx, r: r, off: off, end: off + n}
+	// The first chunk now: a row swept since Fetch is ErrNotFound here,
+	// before the caller has answered anything.
+	if err := rr.fill(); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return rr, nil
+}
+
+// rowReader reads an inline file's bytes chunk by chunk in one snapshot.
+type rowReader struct {
+	ctx      context.Context
+	tx       pgx.Tx
+	r        Record
+	off, end int64
+	buf      []byte
+}
+
+func (rr *rowReader) fill() error {
+	want := min(int64(ChunkBytes), rr.end-rr.off)
+	if want == 0 {
+		return nil
+	}
+	var chunk []byte
+	err := rr.tx.QueryRow(rr.ctx, `
+		SELECT substring(content FROM $3 FOR $4) FROM pending_uploads
+		WHERE file_id = $1 AND workspace_id = $2`,
+		rr.r.FileID, rr.r.WorkspaceID, rr.off+1, want).Scan(&chunk)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return wrap(fmt.Sprintf("read %s at %d", rr.r.FileID, rr.off), err)
+	}
+	if int64(len(chunk)) != want {
+		return fmt.Errorf("read %s at %d: got %d bytes, want %d", rr.r.FileID, rr.off, len(chunk), want)
+	}
+	rr.buf = chunk
+	rr.off += want
+	return nil
+}
+
+func (rr *rowReader) Read(p []byte) (int, error) {
+	if len(rr.buf) == 0 {
+		if rr.off >= rr.end {
+			return 0, io.EOF
+		}
+		if err := rr.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, rr.buf)
+	rr.buf = rr.buf[n:]
+	return n, nil
+}
+
+// Close ends the read-only transaction.
+func (rr *rowReader) Close() error {
+	return rr.tx.Rollback(context.WithoutCancel(rr.ctx))
+}
+
+type bytesReaderAt []byte
+
+func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }

@@ -30,7 +30,7 @@ func TestPutRoundTrip(t *testing.T) {
 	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != pendinguploads.DefaultTTL {
 		t.Fatalf("expires_at - created_at: got %v, want %v", got, pendinguploads.DefaultTTL)
 	}
-	got, err := s.Get(ctx, ws, rec.FileID)
+	got, err := s.Fetch(ctx, ws, rec.FileID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,6 +146,62 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Open returns n bytes of the object under key from offset off, streamed
+// from S3 (a ranged GET unless the range is the whole object). The object
+// is asked for before Open returns, so an absent key is an error wrapping
+// ErrNotFound, and an answer of another length than n an error, before any
+// byte is read. The reader then yields exactly n bytes, or fails with
+// io.ErrUnexpectedEOF.
+func (s *Store) Open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n <= 0 {
+		return nil, fmt.Errorf("open %s: no bytes in range %d+%d", key, off, n)
+	}
+	// Always a ranged GET, the whole object included: an object longer
+	// than the row says is then read no further.
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(key),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, s.notFound("open", key)
+		}
+		return nil, fmt.Errorf("open %s: %w", key, err)
+	}
+	if got := aws.ToInt64(out.ContentLength); got != n {
+		out.Body.Close()
+		return nil, fmt.Errorf("open %s: %d bytes from %d, S3 answered %d", key, n, off, got)
+	}
+	return &exactReader{rc: out.Body, left: n}, nil
+}
+
+// exactReader yields exactly left bytes of rc, or io.ErrUnexpectedEOF.
+type exactReader struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.rc.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		return n, io.ErrUnexpectedEOF
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+func (e *exactReader) Close() error { return e.rc.Close() }
+
 // Copy copies the object at src to dst inside the bucket, server-side
 // (objects are at most 25 MiB, well under CopyObject's 5 GB). It returns
 // an error wrapping ErrNotFound when src is absent.
