@@ -1,12 +1,20 @@
 // Package migrations holds the schema, embedded so that every binary (the
 // functions, the dev server, pendingctl, the tests) can apply it.
 //
-// Files follow golang-migrate's naming, NNNN_name.up.sql / .down.sql. The
-// first is the seed's pending_uploads migration, version 20260505100000.
+// Files follow golang-migrate's naming, <version>_<name>.up.sql and
+// .down.sql, the version a timestamp. The first is the seed's
+// pending_uploads migration, version 20260505100000.
+//
+// The history lives in pendinguploads_schema_migrations (HistoryTable):
+// the service often shares the platform's database, whose own tracker is
+// schema_migrations(filename). Every migration adds only what is missing
+// (IF NOT EXISTS, tables created only when absent), so that it runs on the
+// platform's schema as on an empty database.
 package migrations
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -23,7 +31,17 @@ var files embed.FS
 
 // Latest is the newest migration version in this build. A database at a
 // lower version is behind; a higher one was migrated by a newer build.
-const Latest = 20260601100700
+const Latest = 20261123100000
+
+// HistoryTable is golang-migrate's (version, dirty) table for this
+// service. Builds before it used golang-migrate's default,
+// schema_migrations; Up moves that history here (see adoptHistory).
+const HistoryTable = "pendinguploads_schema_migrations"
+
+// ErrSharedDatabase is returned by Down and by Steps with n < 0 on a
+// database that holds the platform's own tracker: reverting would drop
+// tables (pending_uploads, workspace_auth_tokens) the platform owns too.
+var ErrSharedDatabase = errors.New("migrations: this database is shared with the platform (its schema_migrations tracker is here); refusing to revert")
 
 // Up applies every pending migration to the database at databaseURL (a
 // URL or key=value DSN, anything pgx parses). It is safe to call from
@@ -32,15 +50,37 @@ func Up(ctx context.Context, databaseURL string) error {
 	return run(ctx, databaseURL, func(m *migrate.Migrate) error { return m.Up() })
 }
 
+// sharedDown refuses a revert on the platform's database.
+func sharedDown(db *sql.DB) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var platform bool
+		err := db.QueryRowContext(ctx, `
+			SELECT EXISTS (SELECT 1 FROM information_schema.columns
+			               WHERE table_schema = current_schema() AND table_name = 'schema_migrations'
+			                 AND column_name = 'filename')`).Scan(&platform)
+		if err != nil {
+			return fmt.Errorf("migrations: %w", err)
+		}
+		if platform {
+			return ErrSharedDatabase
+		}
+		return nil
+	}
+}
+
 // Down reverts every migration. Tests and `pendingctl migrate down` use it;
 // nothing in production calls it.
 func Down(ctx context.Context, databaseURL string) error {
-	return run(ctx, databaseURL, func(m *migrate.Migrate) error { return m.Down() })
+	return runChecked(ctx, databaseURL, sharedDown, func(m *migrate.Migrate) error { return m.Down() })
 }
 
 // Steps applies n migrations (n > 0) or reverts -n (n < 0).
 func Steps(ctx context.Context, databaseURL string, n int) error {
-	return run(ctx, databaseURL, func(m *migrate.Migrate) error { return m.Steps(n) })
+	var check func(*sql.DB) func(context.Context) error
+	if n < 0 {
+		check = sharedDown
+	}
+	return runChecked(ctx, databaseURL, check, func(m *migrate.Migrate) error { return m.Steps(n) })
 }
 
 // Version reports the applied version and whether the last migration
@@ -58,6 +98,52 @@ func Version(ctx context.Context, databaseURL string) (version uint, dirty bool,
 }
 
 func run(ctx context.Context, databaseURL string, op func(*migrate.Migrate) error) error {
+	return runChecked(ctx, databaseURL, nil, op)
+}
+
+// adoptHistory moves the history of a database migrated before
+// HistoryTable existed: golang-migrate's default schema_migrations
+// (version bigint, dirty boolean) becomes HistoryTable, row and all, in
+// one transaction under an advisory lock, so that concurrent callers
+// move it once. A schema_migrations of any other shape (the platform's
+// (filename, applied_at)) is never read nor touched.
+func adoptHistory(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrations: adopt history: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('pendinguploads adopt history'))`); err != nil {
+		return fmt.Errorf("migrations: adopt history: %w", err)
+	}
+	var oldShape, haveNew bool
+	err = tx.QueryRowContext(ctx, `
+		SELECT
+		  (SELECT array_agg(column_name::text ORDER BY column_name::text) FROM information_schema.columns
+		   WHERE table_schema = current_schema() AND table_name = 'schema_migrations') IS NOT DISTINCT FROM ARRAY['dirty', 'version'],
+		  to_regclass($1) IS NOT NULL`, HistoryTable).Scan(&oldShape, &haveNew)
+	if err != nil {
+		return fmt.Errorf("migrations: adopt history: %w", err)
+	}
+	if !oldShape || haveNew {
+		return nil
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE ` + HistoryTable + ` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`,
+		`INSERT INTO ` + HistoryTable + ` (version, dirty) SELECT version, dirty FROM schema_migrations`,
+		`DROP TABLE schema_migrations`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrations: adopt history: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrations: adopt history: %w", err)
+	}
+	return nil
+}
+
+func runChecked(ctx context.Context, databaseURL string, check func(*sql.DB) func(context.Context) error, op func(*migrate.Migrate) error) error {
 	// pgxpool's parser, so that pool settings in the URL (pool_max_conns,
 	// …) are understood and not sent to the server as parameters.
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
@@ -69,7 +155,15 @@ func run(ctx context.Context, databaseURL string, op func(*migrate.Migrate) erro
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("migrations: connect: %w", err)
 	}
-	driver, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{})
+	if check != nil {
+		if err := check(db)(ctx); err != nil {
+			return err
+		}
+	}
+	if err := adoptHistory(ctx, db); err != nil {
+		return err
+	}
+	driver, err := pgxmigrate.WithInstance(db, &pgxmigrate.Config{MigrationsTable: HistoryTable})
 	if err != nil {
 		return fmt.Errorf("migrations: driver: %w", err)
 	}

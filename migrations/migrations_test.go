@@ -78,7 +78,7 @@ func TestSchemaConstraints(t *testing.T) {
 	}{
 		{"NeitherContentNorKey", `INSERT INTO pending_uploads (workspace_id, size_bytes, filename) VALUES (gen_random_uuid(), 1, 'a')`},
 		{"BothContentAndKey", `INSERT INTO pending_uploads (workspace_id, content, s3_key, size_bytes, filename) VALUES (gen_random_uuid(), 'x', 'k', 1, 'a')`},
-		{"OverCap", `INSERT INTO pending_uploads (workspace_id, s3_key, size_bytes, filename) VALUES (gen_random_uuid(), 'k', 26214401, 'a')`},
+		{"OverCap", `INSERT INTO pending_uploads (workspace_id, s3_key, size_bytes, filename) VALUES (gen_random_uuid(), 'k', 104857601, 'a')`},
 		{"ZeroSize", `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename) VALUES (gen_random_uuid(), 'x', 0, 'a')`},
 		{"LongFilename", `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename) VALUES (gen_random_uuid(), 'x', 1, repeat('a', 101))`},
 		{"EmptyFilename", `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename) VALUES (gen_random_uuid(), 'x', 1, '')`},
@@ -91,8 +91,8 @@ func TestSchemaConstraints(t *testing.T) {
 			}
 		})
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO pending_uploads (workspace_id, s3_key, size_bytes, filename) VALUES (gen_random_uuid(), 'k', 26214400, 'a')`); err != nil {
-		t.Fatalf("a 25 MiB row held in S3: %v", err)
+	if _, err := db.Exec(ctx, `INSERT INTO pending_uploads (workspace_id, s3_key, size_bytes, filename) VALUES (gen_random_uuid(), 'k', 104857600, 'a')`); err != nil {
+		t.Fatalf("a 100 MiB row held in S3: %v", err)
 	}
 	var storage string
 	if err := db.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'pending_uploads'::regclass AND attname = 'content'`).Scan(&storage); err != nil {

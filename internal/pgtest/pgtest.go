@@ -15,6 +15,7 @@ package pgtest
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net/url"
 	"os"
@@ -56,8 +57,12 @@ func Main(m *testing.M) {
 // Stop stops the throwaway cluster and removes its folder. Safe to call
 // when none was started.
 func Stop() {
-	if cluster == nil && templateName != "" {
-		_ = exec(context.Background(), adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{templateName}.Sanitize()+" WITH (FORCE)")
+	if cluster == nil {
+		for _, t := range append([]string{templateName}, platformTmpl[:]...) {
+			if t != "" {
+				_ = exec(context.Background(), adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" WITH (FORCE)")
+			}
+		}
 	}
 	if cluster != nil {
 		cluster.Stop()
@@ -121,6 +126,99 @@ func MustEmptyURL(tb testing.TB) string {
 	}
 	tb.Cleanup(func() {
 		_ = exec(context.Background(), adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return withDatabase(adminURL, name)
+}
+
+// platformSchema is the platform's database as the service meets it
+// (testdata/platform-schema.sql): its tables, its tracker, its foreign
+// keys, and pending_uploads with the 25 MiB CHECK.
+//
+//go:embed testdata/platform-schema.sql
+var platformSchema string
+
+// PlatformCap100MiB is the statement that gives a platform database the
+// CHECK the platform moved to later (100 MiB, same constraint name).
+const PlatformCap100MiB = `ALTER TABLE pending_uploads DROP CONSTRAINT pending_uploads_size_bytes_check;
+ALTER TABLE pending_uploads ADD CONSTRAINT pending_uploads_size_bytes_check CHECK (size_bytes > 0 AND size_bytes <= 104857600)`
+
+var (
+	platformOnce [2]sync.Once
+	platformTmpl [2]string
+	platformErr  [2]error
+)
+
+// MustPlatformEmptyURL creates a fresh database holding the platform's
+// schema (with the 100 MiB CHECK when cap100), before any migration of
+// ours: the deployment beside the platform, as found.
+func MustPlatformEmptyURL(tb testing.TB, cap100 bool) string {
+	tb.Helper()
+	u := MustEmptyURL(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := exec(ctx, u, platformSchema); err != nil {
+		tb.Fatalf("pgtest: load the platform schema: %v", err)
+	}
+	if cap100 {
+		if err := exec(ctx, u, PlatformCap100MiB); err != nil {
+			tb.Fatalf("pgtest: platform 100 MiB CHECK: %v", err)
+		}
+	}
+	return u
+}
+
+// MustPlatformURL creates a fresh database holding the platform's schema
+// (with the 100 MiB CHECK when cap100) with our migrations applied over
+// it, cloned from a template made once per test binary.
+func MustPlatformURL(tb testing.TB, cap100 bool) string {
+	tb.Helper()
+	setup(tb)
+	i := 0
+	if cap100 {
+		i = 1
+	}
+	platformOnce[i].Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		tmpl := fmt.Sprintf("%s_platform%d_%s", templateDB, i, runID)
+		steps := []string{platformSchema}
+		if cap100 {
+			steps = append(steps, PlatformCap100MiB)
+		}
+		if err := exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{tmpl}.Sanitize()); err != nil {
+			platformErr[i] = err
+			return
+		}
+		for _, sql := range steps {
+			if err := exec(ctx, withDatabase(adminURL, tmpl), sql); err != nil {
+				platformErr[i] = fmt.Errorf("platform schema: %w", err)
+				return
+			}
+		}
+		if err := migrations.Up(ctx, withDatabase(adminURL, tmpl)); err != nil {
+			platformErr[i] = fmt.Errorf("migrate the platform schema: %w", err)
+			return
+		}
+		platformTmpl[i] = tmpl
+	})
+	if platformErr[i] != nil {
+		tb.Fatalf("pgtest: %v", platformErr[i])
+	}
+	return cloneOf(tb, platformTmpl[i])
+}
+
+func cloneOf(tb testing.TB, tmpl string) string {
+	tb.Helper()
+	name := fmt.Sprintf("%s_%d", runID, seq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tmpl}.Sanitize()+" STRATEGY FILE_COPY"); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = exec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
 	return withDatabase(adminURL, name)
 }
