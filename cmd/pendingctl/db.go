@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -235,7 +233,7 @@ func runToken(ctx context.Context, e env, args []string) error {
 				"workspace_id": info.WorkspaceID, "created_at": info.CreatedAt})
 		}
 		fmt.Fprintln(e.stdout, tok)
-		fmt.Fprintf(e.stderr, "token %d (%s…) for workspace %s: shown once, store it now.\n", info.ID, info.Prefix, info.WorkspaceID)
+		fmt.Fprintf(e.stderr, "token %s (%s…) for workspace %s: shown once, store it now.\n", info.ID, info.Prefix, info.WorkspaceID)
 		return nil
 	case "list":
 		ts, err := auth.ListTokens(ctx, a.Pool, ws, *limit)
@@ -249,9 +247,6 @@ func runToken(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("no live token of workspace %s matches (see 'pendingctl token list --workspace %s')", ws, ws)
 		}
 		if err != nil {
-			if _, perr := strconv.ParseInt(rest[0], 10, 64); perr != nil && !strings.HasPrefix(rest[0], auth.TokenPrefix) {
-				return usagef("want a token ID (digits), a PREFIX (%s…) or the token", auth.TokenPrefix)
-			}
 			return err
 		}
 		if *asJSON {
@@ -265,7 +260,7 @@ func runToken(ctx context.Context, e env, args []string) error {
 func printTokens(w io.Writer, asJSON bool, ts []auth.TokenInfo) error {
 	if asJSON {
 		type row struct {
-			ID          int64      `json:"id"`
+			ID          string     `json:"id"`
 			WorkspaceID uuid.UUID  `json:"workspace_id"`
 			Prefix      string     `json:"prefix"`
 			CreatedAt   time.Time  `json:"created_at"`
@@ -287,7 +282,7 @@ func printTokens(w io.Writer, asJSON bool, ts []auth.TokenInfo) error {
 		return t.Local().Format("2006-01-02 15:04")
 	}
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%d\t%s…\t%s\t%s\t%s\t%s\n", t.ID, t.Prefix, t.WorkspaceID, when(&t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt))
+		fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\n", t.ID, t.Prefix, t.WorkspaceID, when(&t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt))
 	}
 	return tw.Flush()
 }

@@ -443,3 +443,47 @@ func TestPullInterval(t *testing.T) {
 		t.Fatalf("inbox: got %v", got)
 	}
 }
+
+// TestDatabaseCommandsOnThePlatform: on the platform's database (uuid token
+// ids, its own tracker) migrate up runs twice, and token create, list and
+// revoke (by the id list shows, and by the token itself) work.
+func TestDatabaseCommandsOnThePlatform(t *testing.T) {
+	empty := map[string]string{"DATABASE_URL": pgtest.MustPlatformEmptyURL(t, false)}
+	expect(t, cli(t, empty, "migrate", "up"), 0, "migrate up on the platform's database")
+	expect(t, cli(t, empty, "migrate", "up"), 0, "migrate up again")
+	expect(t, cli(t, empty, "migrate", "down", "--yes"), 1, "migrate down on the platform's database")
+
+	srv := apptest.NewServer(t, apptest.Options{Platform: true})
+	db := map[string]string{"DATABASE_URL": srv.DatabaseURL}
+	ws := uuid.New()
+	if _, err := srv.Pool.Exec(context.Background(), `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, ws); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, db, "token", "create", "--workspace", ws.String(), "--json")
+	expect(t, r, 0, "token create")
+	var created struct{ Token, ID string }
+	if err := json.Unmarshal([]byte(r.stdout), &created); err != nil {
+		t.Fatalf("create --json: %q: %v", r.stdout, err)
+	}
+	if _, err := uuid.Parse(created.ID); err != nil {
+		t.Fatalf("token id on the platform's table: got %q, want a uuid", created.ID)
+	}
+	expect(t, cli(t, apiVars(srv, "", created.Token), "ls", "--workspace", ws.String()), 3, "ls with the new token")
+	l := cli(t, db, "token", "list", "--workspace", ws.String())
+	expect(t, l, 0, "token list")
+	if !strings.Contains(l.stdout, created.ID) {
+		t.Fatalf("list: got %q, want the id %s", l.stdout, created.ID)
+	}
+	expect(t, cli(t, db, "token", "revoke", "--workspace", ws.String(), created.ID), 0, "token revoke by uuid id")
+	expect(t, cli(t, apiVars(srv, "", created.Token), "ls", "--workspace", ws.String()), 1, "ls with a revoked token")
+
+	// A token the platform minted: revoked by the token itself.
+	platformTok := "platformMintedTokenOfFortyThreeCharactersXY"
+	if _, err := srv.Pool.Exec(context.Background(), `INSERT INTO workspace_auth_tokens (workspace_id, token_hash, prefix)
+		VALUES ($1, sha256(convert_to($2, 'UTF8')), left($2, 8))`, ws, platformTok); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, cli(t, apiVars(srv, "", platformTok), "ls", "--workspace", ws.String()), 3, "ls with the platform's token")
+	expect(t, cli(t, db, "token", "revoke", "--workspace", ws.String(), platformTok), 0, "revoke the platform's token")
+	expect(t, cli(t, apiVars(srv, "", platformTok), "ls", "--workspace", ws.String()), 1, "ls with it revoked")
+}

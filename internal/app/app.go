@@ -105,6 +105,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Store = pendinguploads.New(pool)
 	a.Store.TTL = cfg.UploadTTL
 	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
+	a.Store.MaxFileBytes = cfg.MaxFileBytes
 
 	if cfg.ContentBucket != "" {
 		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle)
@@ -112,6 +113,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			pool.Close()
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
+		b.MaxSize = a.Store.FileCap()
 		a.Blobs = b
 		a.Store.Blobs = b
 	}

@@ -40,6 +40,10 @@ type Options struct {
 	Log io.Writer
 	// MetricsOut receives EMF lines (default: none).
 	MetricsOut io.Writer
+	// Platform runs the service on the platform's database (its schema,
+	// with our migrations over it: pgtest.MustPlatformURL), with the
+	// 100 MiB CHECK when Cap100MiB.
+	Platform, Cap100MiB bool
 }
 
 // Server is a running service.
@@ -58,7 +62,12 @@ type Server struct {
 // binaries using it call pgtest.Main (and s3test's cleanup: see Main).
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
-	s := &Server{AdminToken: AdminToken, DatabaseURL: pgtest.MustURL(tb)}
+	s := &Server{AdminToken: AdminToken}
+	if opts.Platform {
+		s.DatabaseURL = pgtest.MustPlatformURL(tb, opts.Cap100MiB)
+	} else {
+		s.DatabaseURL = pgtest.MustURL(tb)
+	}
 	env := map[string]string{"DATABASE_URL": s.DatabaseURL, "ADMIN_TOKEN": AdminToken}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)

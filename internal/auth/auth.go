@@ -16,6 +16,10 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
+// MaxTokenBytes is the longest bearer token looked up; a longer one is
+// ErrInvalid without a query.
+const MaxTokenBytes = 512
+
 // Errors of Authenticate and Principal.Allows; the HTTP layer turns them
 // into API.md's 401 and 503 answers.
 var (
@@ -91,17 +95,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 	if subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
 		return Principal{Admin: true, TokenPrefix: "admin"}, nil
 	}
-	if !strings.HasPrefix(tok, TokenPrefix) || len(tok) > 512 {
+	if len(tok) > MaxTokenBytes {
 		return Principal{}, ErrInvalid
 	}
-	// The look-up is by hash: the index compares digests, never tokens.
+	// Any bearer is looked up by its hash: tokens the platform minted have
+	// no prefix of ours. The index compares digests, never tokens.
 	var p Principal
-	var id int64
 	var fresh bool
 	err := a.db.QueryRow(ctx, `
-		SELECT id, workspace_id, prefix, coalesce(last_used_at > now() - interval '1 minute', false)
+		SELECT workspace_id, prefix, coalesce(last_used_at > now() - interval '1 minute', false)
 		FROM workspace_auth_tokens
-		WHERE token_hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&id, &p.WorkspaceID, &p.TokenPrefix, &fresh)
+		WHERE token_hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&p.WorkspaceID, &p.TokenPrefix, &fresh)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrInvalid
 	}
@@ -112,9 +116,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
 	if !fresh {
-		// Best-effort, at most once a minute: a read-only replica or a
-		// lock on the row must not turn a valid token away.
-		if _, err := a.db.Exec(ctx, `UPDATE workspace_auth_tokens SET last_used_at = now() WHERE id = $1`, id); err != nil {
+		// Best-effort, at most once a minute, and never waiting: a row
+		// locked by someone else is skipped, and a failure (a read-only
+		// replica) is logged, not answered.
+		if _, err := a.db.Exec(ctx, `
+			UPDATE workspace_auth_tokens SET last_used_at = now()
+			WHERE ctid = (SELECT ctid FROM workspace_auth_tokens WHERE token_hash = $1 FOR UPDATE SKIP LOCKED)`, sum[:]); err != nil {
 			a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,8 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// TokenPrefix starts every workspace token, so a leaked one is easy to
-// recognise (and to scan for).
+// TokenPrefix starts every workspace token CreateToken mints, so a leaked
+// one is easy to recognise (and to scan for). Tokens minted elsewhere (the
+// platform's: base64url, no prefix) work the same: only the hash counts.
 const TokenPrefix = "pu_"
 
 // prefixLen is how much of a token is kept in clear to tell tokens apart:
@@ -32,7 +32,9 @@ type DB interface {
 
 // TokenInfo describes a stored workspace token, without the token.
 type TokenInfo struct {
-	ID          int64
+	// ID is the row's id as text: a number in this service's own schema,
+	// a UUID in the platform's.
+	ID          string
 	WorkspaceID uuid.UUID
 	Prefix      string
 	CreatedAt   time.Time
@@ -68,7 +70,7 @@ func CreateToken(ctx context.Context, db DB, workspaceID uuid.UUID) (string, Tok
 	info := TokenInfo{WorkspaceID: workspaceID, Prefix: tok[:prefixLen]}
 	err = db.QueryRow(ctx, `
 		INSERT INTO workspace_auth_tokens (token_hash, workspace_id, prefix)
-		VALUES ($1, $2, $3) RETURNING id, created_at`,
+		VALUES ($1, $2, $3) RETURNING id::text, created_at`,
 		HashToken(tok), workspaceID, info.Prefix).Scan(&info.ID, &info.CreatedAt)
 	if err != nil {
 		return "", TokenInfo{}, fmt.Errorf("create token: %w", err)
@@ -76,27 +78,18 @@ func CreateToken(ctx context.Context, db DB, workspaceID uuid.UUID) (string, Tok
 	return tok, info, nil
 }
 
-// RevokeToken revokes live tokens of workspaceID matching which: a token
-// ID (digits), a prefix as shown by ListTokens, or the token itself. It
-// returns how many it revoked, or ErrTokenNotFound for none.
+// RevokeToken revokes the live tokens of workspaceID matching which: a
+// token ID or a prefix as ListTokens shows them, or the token itself (one
+// statement, whatever the table's id type). It returns how many it
+// revoked, or ErrTokenNotFound for none.
 func RevokeToken(ctx context.Context, db DB, workspaceID uuid.UUID, which string) (int, error) {
-	var tag pgconn.CommandTag
-	var err error
-	switch {
-	case strings.HasPrefix(which, TokenPrefix) && len(which) > prefixLen:
-		tag, err = db.Exec(ctx, `UPDATE workspace_auth_tokens SET revoked_at = now()
-			WHERE token_hash = $1 AND workspace_id = $2 AND revoked_at IS NULL`, HashToken(which), workspaceID)
-	case strings.HasPrefix(which, TokenPrefix):
-		tag, err = db.Exec(ctx, `UPDATE workspace_auth_tokens SET revoked_at = now()
-			WHERE prefix = $1 AND workspace_id = $2 AND revoked_at IS NULL`, which, workspaceID)
-	default:
-		var id int64
-		if _, serr := fmt.Sscanf(which, "%d", &id); serr != nil || fmt.Sprint(id) != which {
-			return 0, fmt.Errorf("revoke token: %q is neither a token ID, a prefix, nor a token", which)
-		}
-		tag, err = db.Exec(ctx, `UPDATE workspace_auth_tokens SET revoked_at = now()
-			WHERE id = $1 AND workspace_id = $2 AND revoked_at IS NULL`, id, workspaceID)
+	if which == "" {
+		return 0, ErrTokenNotFound
 	}
+	tag, err := db.Exec(ctx, `
+		UPDATE workspace_auth_tokens SET revoked_at = now()
+		WHERE workspace_id = $2 AND revoked_at IS NULL
+		  AND (id::text = $1 OR prefix = $1 OR token_hash = $3)`, which, workspaceID, HashToken(which))
 	if err != nil {
 		return 0, fmt.Errorf("revoke token: %w", err)
 	}
@@ -111,10 +104,10 @@ func RevokeToken(ctx context.Context, db DB, workspaceID uuid.UUID, which string
 func ListTokens(ctx context.Context, db DB, workspaceID uuid.UUID, limit int) ([]TokenInfo, error) {
 	limit = min(max(limit, 1), 1000)
 	rows, err := db.Query(ctx, `
-		SELECT id, workspace_id, prefix, created_at, last_used_at, revoked_at
+		SELECT id::text, workspace_id, prefix, created_at, last_used_at, revoked_at
 		FROM workspace_auth_tokens
 		WHERE $1::uuid = '00000000-0000-0000-0000-000000000000' OR workspace_id = $1
-		ORDER BY created_at DESC, id DESC LIMIT $2`, workspaceID, limit)
+		ORDER BY created_at DESC, id::text DESC LIMIT $2`, workspaceID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}

@@ -272,9 +272,14 @@ func TestAnswersMatchDocument(t *testing.T) {
 		req.Header.Set("Access-Control-Request-Method", "GET")
 		c.do("preflight "+p, req, http.StatusNoContent)
 	}
-	// GET /uploads/limits (and its preflight) are answered by the limits
-	// handler, which another change adds; its schema is checked by
-	// TestDocumentValidates (example) until then.
+	// GET /uploads/limits: public, no token.
+	c.do("limits", request(t, "GET", srv.URL+"/uploads/limits", "", "", nil), http.StatusOK)
+	{
+		req := request(t, "OPTIONS", srv.URL+"/uploads/limits", "", "", nil)
+		req.Header.Set("Origin", "https://canvas.example.com")
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		c.do("preflight /uploads/limits", req, http.StatusNoContent)
+	}
 
 	for _, want := range []string{
 		"POST /workspaces/{workspaceId}/chat/uploads 200", "POST /workspaces/{workspaceId}/chat/uploads 400",
@@ -284,6 +289,7 @@ func TestAnswersMatchDocument(t *testing.T) {
 		"GET /workspaces/{workspaceId}/pending-uploads 400", "GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content 200",
 		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content 307", "GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content 404",
 		"POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack 200", "POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack 404",
+		"GET /uploads/limits 200",
 	} {
 		if !c.seen[want] {
 			t.Errorf("no answer %s was validated", want)

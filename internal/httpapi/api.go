@@ -18,9 +18,9 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-// Caps and limits of API.md.
+// Caps and limits of API.md. The per-file cap is the store's (FileCap).
 const (
-	MaxFiles               = 64
+	MaxFiles               = pendinguploads.MaxBatch
 	DefaultMaxRequestBytes = 4 << 20
 	// PresignPutTTL and PresignGetTTL are how long presigned requests live.
 	PresignPutTTL = 15 * time.Minute
@@ -75,7 +75,7 @@ func (a *API) Handler(function string) http.Handler {
 	found := false
 	for _, rt := range Routes {
 		if rt.Function == function {
-			mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(function))
+			mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt))
 			mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
 			found = true
 		}
@@ -91,15 +91,18 @@ func (a *API) Handler(function string) http.Handler {
 func (a *API) Mux() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
-		mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt.Function))
+		mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt))
 		mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
 	}
 	mux.HandleFunc("/", a.notFound)
 	return a.withCORS(mux)
 }
 
-func (a *API) handlerFunc(function string) http.HandlerFunc {
-	switch function {
+func (a *API) handlerFunc(rt Route) http.HandlerFunc {
+	if rt.Path == LimitsPath {
+		return a.limits
+	}
+	switch rt.Function {
 	case "upload":
 		return a.upload
 	case "presign":
@@ -111,7 +114,7 @@ func (a *API) handlerFunc(function string) http.HandlerFunc {
 	case "ack":
 		return a.ack
 	}
-	panic("httpapi: no handler for function " + function)
+	panic("httpapi: no handler for function " + rt.Function)
 }
 
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {

@@ -20,10 +20,16 @@ const (
 )
 
 // storageFailure answers a storage error, the one table from error to
-// status: a dependency down or too slow is 503 and worth a retry; anything
-// else is a bug, 500, and its text goes only to the log.
+// status: a workspace the database does not know is 404; a dependency
+// down or too slow is 503 and worth a retry; anything else is a bug, 500,
+// and its text goes only to the log.
 func (a *API) storageFailure(w http.ResponseWriter, r *http.Request, op string, err error, attrs ...any) {
 	args := append([]any{"op", op, "err", err, "method", r.Method, "path", r.URL.Path}, attrs...)
+	if errors.Is(err, pendinguploads.ErrUnknownWorkspace) {
+		a.logger().Warn("refused", append([]any{"reason", "unknown workspace"}, args...)...)
+		writeError(w, http.StatusNotFound, "workspace not found")
+		return
+	}
 	if pendinguploads.IsUnavailable(err) {
 		a.logger().Error("storage unavailable", args...)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "storage unavailable, retry shortly", "code": "unavailable"})
@@ -56,6 +62,12 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // writeJSON answers v as JSON. Encoding a map or struct of plain values
 // cannot fail; if the client is gone, there is no one to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSONCached(w, status, v)
+}
+
+// writeJSONCached is writeJSON keeping the Cache-Control the caller set.
+func writeJSONCached(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		slog.Error("encode response", "err", err)
@@ -63,7 +75,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))

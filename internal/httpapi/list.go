@@ -16,7 +16,7 @@ type listedFile struct {
 	Name      string     `json:"name"`
 	MimeType  string     `json:"mimeType"`
 	Size      int64      `json:"size"`
-	SHA256    string     `json:"sha256"`
+	SHA256    *string    `json:"sha256"` // null: staged without a digest (by the platform's own server)
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
 	FetchedAt *time.Time `json:"fetched_at"`
@@ -65,7 +65,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range recs {
 		body.Uploads[i] = listedFile{
 			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
-			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
+			Size: rec.SizeBytes, SHA256: hexOrNil(rec.SHA256),
 			CreatedAt: rec.CreatedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC(), FetchedAt: utc(rec.FetchedAt),
 		}
 	}
@@ -81,4 +81,14 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// hexOrNil is sum in hex, or nil for a row with no digest: nothing claims
+// a digest it did not compute.
+func hexOrNil(sum []byte) *string {
+	if len(sum) == 0 {
+		return nil
+	}
+	h := hex.EncodeToString(sum)
+	return &h
 }

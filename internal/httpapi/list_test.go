@@ -24,7 +24,7 @@ type listPage struct {
 		Name      string     `json:"name"`
 		MimeType  string     `json:"mimeType"`
 		Size      int64      `json:"size"`
-		SHA256    string     `json:"sha256"`
+		SHA256    *string    `json:"sha256"`
 		CreatedAt time.Time  `json:"created_at"`
 		ExpiresAt time.Time  `json:"expires_at"`
 		FetchedAt *time.Time `json:"fetched_at"`

@@ -65,9 +65,9 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) {
 		case f.Size <= 0:
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "empty file", "filename": name})
 			return
-		case f.Size > pendinguploads.MaxFileBytes:
+		case f.Size > a.store.FileCap():
 			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
-				"error": "file exceeds per-file cap", "filename": name, "size": f.Size, "max": pendinguploads.MaxFileBytes})
+				"error": "file exceeds per-file cap", "filename": name, "size": f.Size, "max": a.store.FileCap()})
 			return
 		}
 		items[i] = pendinguploads.Presigned{

@@ -21,5 +21,9 @@ var Routes = []Route{
 	{"GET", "/workspaces/{workspaceId}/pending-uploads", "list"},
 	{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content"},
 	{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack"},
-	{"GET", "/uploads/limits", "list"},
+	{"GET", LimitsPath, "list"},
 }
+
+// LimitsPath is the public route of the service's limits (limits.go),
+// served by the list function.
+const LimitsPath = "/uploads/limits"

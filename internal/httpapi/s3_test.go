@@ -82,7 +82,7 @@ func Test25MiBThroughTheBucket(t *testing.T) {
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
 	base := srv.URL + "/workspaces/" + ws.String()
-	data := make([]byte, pendinguploads.MaxFileBytes)
+	data := make([]byte, pendinguploads.DefaultMaxFileBytes)
 	rand.Read(data)
 	sum := sha256.Sum256(data)
 

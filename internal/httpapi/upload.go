@@ -112,20 +112,20 @@ func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) 
 		}
 		name := sanitize.Filename(raw)
 		var content []byte
-		arena, content, err = readPart(arena, part, pendinguploads.MaxFileBytes)
+		arena, content, err = readPart(arena, part, a.store.FileCap())
 		if err != nil {
 			s, b := malformed(err)
 			return nil, s, b
 		}
 		n := int64(len(content))
-		if n > pendinguploads.MaxFileBytes {
+		if n > a.store.FileCap() {
 			rest, err := io.Copy(io.Discard, part)
 			if err != nil {
 				s, b := malformed(err)
 				return nil, s, b
 			}
 			return nil, http.StatusRequestEntityTooLarge, map[string]any{
-				"error": "file exceeds per-file cap", "filename": name, "size": n + rest, "max": pendinguploads.MaxFileBytes}
+				"error": "file exceeds per-file cap", "filename": name, "size": n + rest, "max": a.store.FileCap()}
 		}
 		if n == 0 {
 			return nil, http.StatusBadRequest, map[string]any{"error": "empty file", "filename": name}

@@ -10,10 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// MaxFileBytes is the per-file cap, 25 MiB. The schema's CHECK on
-// size_bytes holds the same number; the Store refuses larger content
-// before any database work.
-const MaxFileBytes = 25 << 20
+// Per-file caps. A Store refuses content over its MaxFileBytes (default
+// DefaultMaxFileBytes) before any database work; MaxFileBytesCap is the
+// most that can be set, which the schema's CHECK on size_bytes holds.
+const (
+	DefaultMaxFileBytes = 25 << 20
+	MaxFileBytesCap     = 100 << 20
+)
 
 // MaxFilenameBytes is the longest filename the schema accepts.
 const MaxFilenameBytes = 100
@@ -27,7 +30,7 @@ var (
 	// another workspace. Nothing is read or changed.
 	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
 	// ErrTooLarge is returned by the Put family when an item exceeds
-	// MaxFileBytes.
+	// the Store's MaxFileBytes.
 	ErrTooLarge = errors.New("pendinguploads: content exceeds per-file cap")
 	// ErrEmptyContent is returned by the Put family for an item of 0 bytes.
 	ErrEmptyContent = errors.New("pendinguploads: empty content")
@@ -47,6 +50,11 @@ var (
 	// ErrNoBlobs is returned when a row's bytes are in a blob store but
 	// the Store has none configured.
 	ErrNoBlobs = errors.New("pendinguploads: row is held in object storage but no blob store is configured")
+	// ErrUnknownWorkspace is returned (wrapped) by Stage when the database
+	// refuses the activity rows for their workspace: on the platform's
+	// database activity_logs references its workspaces (a foreign key,
+	// SQLSTATE 23503). Nothing is stored then.
+	ErrUnknownWorkspace = errors.New("pendinguploads: workspace not found")
 	// ErrUnavailable wraps every failure that means a dependency is down
 	// or too slow (connection refused or lost, connect or statement
 	// timeout, server shutting down). HTTP answers it with 503; a retry
@@ -71,6 +79,10 @@ func wrap(op string, err error) error {
 	}
 	if IsUnavailable(err) && !errors.Is(err, ErrUnavailable) {
 		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.TableName == "activity_logs" {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnknownWorkspace, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

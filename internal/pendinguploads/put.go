@@ -64,7 +64,7 @@ func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutIte
 	if len(claim) == 0 {
 		return s.stage(ctx, s.db, workspaceID, items, true)
 	}
-	if err := validate(items); err != nil {
+	if err := validate(items, s.FileCap()); err != nil {
 		return nil, err
 	}
 	tx, err := s.db.Begin(ctx)
@@ -111,7 +111,7 @@ type batcher interface {
 // rows) as one batch on db. On the pool, a batch is one implicit
 // transaction; in a tx, it is part of the caller's.
 func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, items []PutItem, activity bool) ([]Record, error) {
-	if err := validate(items); err != nil {
+	if err := validate(items, s.FileCap()); err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
@@ -321,7 +321,7 @@ func CommitOutcomeUnknown(err error) bool {
 	return true
 }
 
-func validate(items []PutItem) error {
+func validate(items []PutItem, fileCap int64) error {
 	if len(items) > MaxBatch {
 		return ErrTooManyItems
 	}
@@ -334,7 +334,7 @@ func validate(items []PutItem) error {
 			err = errors.New("object in the bucket without its file ID or SHA-256")
 		case it.size() <= 0:
 			err = ErrEmptyContent
-		case it.size() > MaxFileBytes:
+		case it.size() > fileCap:
 			err = ErrTooLarge
 		case it.Filename == "":
 			err = ErrEmptyFilename

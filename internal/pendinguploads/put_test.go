@@ -63,7 +63,7 @@ func TestPutValidationBeforeDatabase(t *testing.T) {
 		index int
 	}{
 		{"ErrEmptyContent", []pendinguploads.PutItem{good, {Content: nil, Filename: "a"}}, pendinguploads.ErrEmptyContent, 1},
-		{"ErrTooLarge", []pendinguploads.PutItem{{Content: make([]byte, pendinguploads.MaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
+		{"ErrTooLarge", []pendinguploads.PutItem{{Content: make([]byte, pendinguploads.DefaultMaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
 		{"ErrEmptyFilename", []pendinguploads.PutItem{good, good, {Content: []byte("x")}}, pendinguploads.ErrEmptyFilename, 2},
 		{"ErrFilenameTooLong", []pendinguploads.PutItem{{Content: []byte("x"), Filename: strings.Repeat("a", 101)}}, pendinguploads.ErrFilenameTooLong, 0},
 	}
@@ -101,12 +101,12 @@ func TestPutValidationBeforeDatabase(t *testing.T) {
 	})
 	t.Run("MaxFileBytesAccepted", func(t *testing.T) {
 		s, _ := open(t)
-		big := bytes.Repeat([]byte{0xab}, pendinguploads.MaxFileBytes)
+		big := bytes.Repeat([]byte{0xab}, pendinguploads.DefaultMaxFileBytes)
 		rec, err := s.Put(context.Background(), uuid.New(), big, "big.bin", "")
 		if err != nil {
 			t.Fatalf("a file of exactly the cap: %v", err)
 		}
-		if rec.SizeBytes != pendinguploads.MaxFileBytes {
+		if rec.SizeBytes != pendinguploads.DefaultMaxFileBytes {
 			t.Fatalf("size: got %d", rec.SizeBytes)
 		}
 	})
@@ -241,5 +241,22 @@ func TestStageOneRoundTrip(t *testing.T) {
 	}
 	if n := countRows(t, pool, "pending_uploads"); n != 2 {
 		t.Fatalf("rows: got %d, want the first stage's 2 only", n)
+	}
+}
+
+// TestFileCapIsTheStores: MaxFileBytes (MAX_FILE_BYTES) moves the cap,
+// up to MaxFileBytesCap and no further.
+func TestFileCapIsTheStores(t *testing.T) {
+	s, _ := open(t)
+	s.MaxFileBytes = 10
+	if _, err := s.Put(context.Background(), uuid.New(), make([]byte, 11), "a", ""); !errors.Is(err, pendinguploads.ErrTooLarge) {
+		t.Fatalf("11 bytes over a cap of 10: got %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Put(context.Background(), uuid.New(), make([]byte, 10), "a", ""); err != nil {
+		t.Fatalf("10 bytes under a cap of 10: %v", err)
+	}
+	s.MaxFileBytes = 1 << 40
+	if got := s.FileCap(); got != pendinguploads.MaxFileBytesCap {
+		t.Fatalf("FileCap with MaxFileBytes 1 TiB: got %d, want %d", got, pendinguploads.MaxFileBytesCap)
 	}
 }

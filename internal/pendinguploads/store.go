@@ -15,7 +15,8 @@ const (
 	DefaultTTL            = 24 * time.Hour
 	DefaultInlineMaxBytes = 256 << 10
 	DefaultSweepBatch     = 1000
-	// MaxBatch bounds one PutBatch: the HTTP API's 64-file limit, with room.
+	// MaxBatch bounds one batch (a stage, a presign): the 64 files one
+	// upload request may carry (max_attachments_per_message).
 	MaxBatch = 64
 )
 
@@ -39,6 +40,10 @@ type Store struct {
 	// Blobs, when set, holds files larger than InlineMaxBytes. Nil keeps
 	// every file inline in Postgres.
 	Blobs Blobs
+	// MaxFileBytes is the per-file cap, at most MaxFileBytesCap (default
+	// DefaultMaxFileBytes): MAX_FILE_BYTES, the one source every cap of
+	// the service reads (see FileCap).
+	MaxFileBytes int64
 	// InlineMaxBytes is the largest file kept inline when Blobs is set
 	// (default DefaultInlineMaxBytes).
 	InlineMaxBytes int64
@@ -63,9 +68,17 @@ func (s *Store) ttl() time.Duration {
 	return DefaultTTL
 }
 
+// FileCap is the per-file cap in force: MaxFileBytes, or its default.
+func (s *Store) FileCap() int64 {
+	if s.MaxFileBytes > 0 {
+		return min(s.MaxFileBytes, MaxFileBytesCap)
+	}
+	return DefaultMaxFileBytes
+}
+
 func (s *Store) inlineMax() int64 {
 	if s.Blobs == nil {
-		return MaxFileBytes
+		return s.FileCap()
 	}
 	if s.InlineMaxBytes > 0 {
 		return s.InlineMaxBytes

@@ -18,7 +18,8 @@ import (
 )
 
 // MaxObjectSize is the largest object a Store reads or presigns an upload
-// for: the per-file cap of 25 MiB.
+// for unless MaxSize says otherwise: the default per-file cap of 25 MiB
+// (the app sets MaxSize to MAX_FILE_BYTES).
 const MaxObjectSize int64 = 26214400
 
 var (

@@ -34,10 +34,9 @@ import (
 )
 
 const (
-	// largeFileBytes is the file that must take presign: 20 MiB while the
-	// per-file cap is the 25 MiB constant; 30 MiB once MAX_FILE_BYTES
-	// exists and is raised (the test server sets it to 100 MiB).
-	largeFileBytes = 20 << 20
+	// largeFileBytes is the file that must take presign: 30 MiB, over the
+	// default 25 MiB cap (the test server sets MAX_FILE_BYTES to 100 MiB).
+	largeFileBytes = 30 << 20
 	// mediumFileBytes fits one multipart request (4 MiB) on its own.
 	mediumFileBytes = 3 << 20
 	smallFileBytes  = 1 << 10
@@ -411,11 +410,11 @@ func TestBrowserClient(t *testing.T) {
 		t.Fatalf("bucket CORS: %v", err)
 	}
 
-	// Origin A: the service (its own CORS), the limits stand-in, and a
+	// Origin A: the service (its own CORS and limits), and a
 	// count of the POSTs that reached it from the denied origin.
 	var fromDenied, retryCommits, noRetryPosts atomic.Int64
 	inner := faults(allowed.URL, wsRetry, &retryCommits, wsNoRetry, &noRetryPosts, wsTamper,
-		limitsShim(srv.App.Config, srv.App.API.Mux()))
+		srv.App.API.Mux())
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A preflighted request the browser refused never arrives.
 		if r.Header.Get("Origin") == denied.URL && r.Method == http.MethodPost {

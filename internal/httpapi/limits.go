@@ -1,0 +1,30 @@
+package httpapi
+
+import "net/http"
+
+// Limits is the answer of GET /uploads/limits: what a client needs before
+// it uploads, from the same settings the handlers enforce.
+type Limits struct {
+	PerFileBytes             int64 `json:"per_file_bytes"`
+	PerRequestBytes          int64 `json:"per_request_bytes"`
+	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
+	Presign                  bool  `json:"presign"`
+}
+
+// Limits returns the limits in force: the store's per-file cap
+// (MAX_FILE_BYTES), the request cap (MAX_REQUEST_BYTES; larger files must
+// take presign), the files per request, and whether presign is offered.
+func (a *API) Limits() Limits {
+	return Limits{
+		PerFileBytes:             a.store.FileCap(),
+		PerRequestBytes:          a.maxRequest(),
+		MaxAttachmentsPerMessage: MaxFiles,
+		Presign:                  a.Presigner != nil,
+	}
+}
+
+// limits is GET /uploads/limits: public (no token), cacheable 5 minutes.
+func (a *API) limits(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSONCached(w, http.StatusOK, a.Limits())
+}
