@@ -1,0 +1,45 @@
+package deploytest
+
+import (
+	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+)
+
+// TestParameterRangesFitConfig: every value a numeric parameter of the
+// template admits (its MinValue, MaxValue and Default) is one the
+// configuration accepts, so that no deploy can pass CloudFormation and
+// then stop every function at init; and MaxFileBytes reaches the
+// configuration's own limit.
+func TestParameterRangesFitConfig(t *testing.T) {
+	tpl := loadTemplate(t)
+	params := map[string]string{
+		"MaxFileBytes":    "MAX_FILE_BYTES",
+		"InlineMaxBytes":  "INLINE_MAX_BYTES",
+		"MaxRequestBytes": "MAX_REQUEST_BYTES",
+	}
+	for param, env := range params {
+		p := get(tpl.doc, "Parameters", param)
+		if p == nil {
+			t.Fatalf("parameter %s missing", param)
+		}
+		for _, key := range []string{"MinValue", "MaxValue", "Default"} {
+			v := scalar(get(p, key))
+			if v == "" {
+				t.Errorf("%s: no %s: the template admits values the configuration refuses", param, key)
+				continue
+			}
+			if _, err := config.Load(func(k string) string {
+				if k == env {
+					return v
+				}
+				return ""
+			}, 0); err != nil {
+				t.Errorf("%s %s %s: the configuration refuses it: %v", param, key, v, err)
+			}
+		}
+	}
+	if got := scalar(get(tpl.doc, "Parameters", "MaxFileBytes", "MaxValue")); got != "104857600" || config.MaxFileBytesCap != 104857600 {
+		t.Errorf("MaxFileBytes MaxValue %s, configuration's cap %d: want both 104857600", got, config.MaxFileBytesCap)
+	}
+}
