@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
@@ -93,10 +94,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return fail("migrate", err)
 	}
 
-	ws := uuid.New()
-	wsToken, _, err := auth.CreateToken(ctx, a.Pool, ws)
+	ws, err := devWorkspace(ctx, a.Pool, getenv("DEV_WORKSPACE_ID"))
 	if err != nil {
-		return fail("workspace token", err)
+		return fail("DEV_WORKSPACE_ID", err)
+	}
+	var wsToken string
+	if ws != uuid.Nil {
+		if wsToken, _, err = auth.CreateToken(ctx, a.Pool, ws); err != nil {
+			return fail("workspace token", err)
+		}
 	}
 
 	port := getenv("PORT")
@@ -200,6 +206,22 @@ func printBanner(w io.Writer, base, adminToken string, generated bool, ws uuid.U
 	if cfg.ContentBucket != "" {
 		storage = "large files in s3://" + cfg.ContentBucket
 	}
+	if ws == uuid.Nil {
+		fmt.Fprintf(w, `
+pendinguploads dev server on %s (%s), on the platform's database
+
+  admin token      %s   (%s)
+
+This database holds the platform's workspaces, and the dev server does not
+add one to them. Restart with DEV_WORKSPACE_ID set to one of them
+(SELECT id FROM workspaces) to get a workspace token and curl lines; the
+admin token above works for every workspace meanwhile, and the platform's
+own workspace tokens work as they are.
+
+The sweep runs now and every %s. Ctrl-C stops everything.
+`, base, storage, adminToken, origin, SweepInterval)
+		return
+	}
 	wsPath := base + "/workspaces/" + ws.String()
 	fmt.Fprintf(w, `
 pendinguploads dev server on %s (%s)
@@ -218,4 +240,37 @@ Then, as the workspace:
 
 The sweep runs now and every %s. Ctrl-C stops everything.
 `, base, storage, adminToken, origin, ws, wsToken, adminToken, wsPath, wsToken, wsPath, wsToken, wsPath, wsToken, wsPath, SweepInterval)
+}
+
+// devWorkspace picks the workspace the dev server mints a token for: the
+// one DEV_WORKSPACE_ID names, or a fresh one. On the platform's database
+// (it has a workspaces table, which tokens and activity rows reference)
+// a fresh one cannot be made without writing the platform's own table,
+// which the dev server never does: without DEV_WORKSPACE_ID it returns
+// uuid.Nil, and with it the workspace must exist there.
+func devWorkspace(ctx context.Context, db *pgxpool.Pool, named string) (uuid.UUID, error) {
+	var platform bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass('workspaces') IS NOT NULL`).Scan(&platform); err != nil {
+		return uuid.Nil, err
+	}
+	if named == "" {
+		if platform {
+			return uuid.Nil, nil
+		}
+		return uuid.New(), nil
+	}
+	ws, err := uuid.Parse(named)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("want a workspace UUID, got %q", named)
+	}
+	if platform {
+		var exists bool
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1)`, ws).Scan(&exists); err != nil {
+			return uuid.Nil, err
+		}
+		if !exists {
+			return uuid.Nil, fmt.Errorf("no workspace %s in the platform's workspaces table", ws)
+		}
+	}
+	return ws, nil
 }
