@@ -44,9 +44,21 @@ type Content struct {
 // fetch again after a failed read. Fetch does not verify the bytes: use
 // Download, or check Size and Digest yourself.
 func (c *Client) Fetch(ctx context.Context, ws, fileID uuid.UUID) (*Content, error) {
+	return c.fetch(ctx, ws, fileID, 0)
+}
+
+// fetch is Fetch from byte off on (off > 0: a Range request, which must
+// be answered 206 from exactly off).
+func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, off int64) (*Content, error) {
 	op := "content " + fileID.String()
 	api := c.endpoint(url.Values{"redirect": {"1"}}, "workspaces", ws.String(), "pending-uploads", fileID.String(), "content")
-	resp, err := c.send(ctx, request{method: "GET", url: api, auth: true, retry: true, op: op})
+	var rng map[string]string
+	want := http.StatusOK
+	if off > 0 {
+		rng = map[string]string{"Range": fmt.Sprintf("bytes=%d-", off)}
+		want = http.StatusPartialContent
+	}
+	resp, err := c.send(ctx, request{method: "GET", url: api, auth: true, retry: true, op: op, header: rng})
 	if err != nil {
 		return nil, err
 	}
@@ -59,18 +71,24 @@ func (c *Client) Fetch(ctx context.Context, ws, fileID uuid.UUID) (*Content, err
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		resp, err = c.send(ctx, request{method: "GET", url: target, auth: false, retry: true, op: op + " (bucket)"})
+		resp, err = c.send(ctx, request{method: "GET", url: target, auth: false, retry: true, op: op + " (bucket)", header: rng})
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode != want {
 			resp.Body.Close()
-			return nil, fmt.Errorf("%s: the bucket answered %s, want 200", op, resp.Status)
+			return nil, fmt.Errorf("%s: the bucket answered %s, want %d", op, resp.Status, want)
 		}
 		redirected = true
-	} else if resp.StatusCode != http.StatusOK {
+	} else if resp.StatusCode != want {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s: unexpected status %s", op, resp.Status)
+		return nil, fmt.Errorf("%s: unexpected status %s, want %d", op, resp.Status, want)
+	}
+	if off > 0 {
+		if cr := resp.Header.Get("Content-Range"); !strings.HasPrefix(cr, fmt.Sprintf("bytes %d-", off)) {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: Content-Range %q does not start at byte %d", op, cr, off)
+		}
 	}
 	ct := &Content{Body: resp.Body, Size: resp.ContentLength, ContentType: resp.Header.Get("Content-Type"), Redirected: redirected}
 	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
@@ -136,6 +154,32 @@ func ParseContentDigest(v string) ([]byte, error) {
 // before the server kept digests (f.SHA256 "" and no Content-Digest) is
 // checked by size only.
 func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer) (int64, error) {
+	return c.resume(ctx, ws, f, w, 0, sha256.New())
+}
+
+// Resume is Download of the rest of a file whose first bytes are already
+// in have (a partial download): it hashes have, asks for the rest with a
+// Range request, writes only the rest to w, and verifies the whole file.
+// It returns the bytes written to w. A have as long as the file or longer
+// is downloaded whole again (the caller must then start w afresh: Resume
+// returns ErrRestart).
+func (c *Client) Resume(ctx context.Context, ws uuid.UUID, f File, have io.Reader, w io.Writer) (int64, error) {
+	h := sha256.New()
+	off, err := io.Copy(h, io.LimitReader(have, f.Size))
+	if err != nil {
+		return 0, fmt.Errorf("content %s: read the partial download: %w", f.FileID, err)
+	}
+	if off >= f.Size || off == 0 {
+		return 0, ErrRestart
+	}
+	return c.resume(ctx, ws, f, w, off, h)
+}
+
+// ErrRestart is returned by Resume when the partial download cannot be
+// continued; download the file whole instead.
+var ErrRestart = errors.New("client: partial download cannot be resumed")
+
+func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, w io.Writer, off int64, h hash.Hash) (int64, error) {
 	var want []byte
 	if f.SHA256 != "" {
 		b, err := hex.DecodeString(f.SHA256)
@@ -144,26 +188,25 @@ func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer
 		}
 		want = b
 	}
-	ct, err := c.Fetch(ctx, ws, f.FileID)
+	ct, err := c.fetch(ctx, ws, f.FileID, off)
 	if err != nil {
 		return 0, err
 	}
 	defer ct.Body.Close()
 	id := f.FileID.String()
-	if ct.Size >= 0 && ct.Size != f.Size {
+	if ct.Size >= 0 && ct.Size != f.Size-off {
 		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprintf("%d (Content-Length)", ct.Size)}
 	}
 	if want != nil && ct.Digest != nil && !bytes.Equal(want, ct.Digest) {
 		return 0, &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(want), Got: hex.EncodeToString(ct.Digest)}
 	}
-	h := sha256.New()
 	// Read one byte past the promised size, to see a body that is too long.
-	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, f.Size+1))
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, f.Size-off+1))
 	if err != nil {
 		return n, fmt.Errorf("content %s: read: %w", id, err)
 	}
-	if n != f.Size {
-		return n, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprint(n)}
+	if n != f.Size-off {
+		return n, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprint(off + n)}
 	}
 	return n, checkSum(id, h, want, ct.Digest)
 }

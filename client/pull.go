@@ -218,9 +218,15 @@ func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]re
 				continue
 			}
 			res.Delivered = append(res.Delivered, d)
-		case strings.HasSuffix(name, ".part") && !have[strings.TrimSuffix(name, ".part")+".record"],
-			strings.HasSuffix(name, ".record.tmp"):
-			// A download or a record write cut short: nothing was placed.
+		case strings.HasSuffix(name, ".part") && !have[strings.TrimSuffix(name, ".part")+".record"]:
+			// A download cut short: deliver resumes it with a Range request
+			// if the file is still pending. One older than any upload can
+			// live (TTL and retention are bounded by three days) is dropped.
+			if fi, err := os.Stat(filepath.Join(state, name)); err == nil && time.Since(fi.ModTime()) > 72*time.Hour {
+				_ = os.Remove(filepath.Join(state, name))
+			}
+		case strings.HasSuffix(name, ".record.tmp"):
+			// A record write cut short: nothing was placed.
 			_ = os.Remove(filepath.Join(state, name))
 		}
 	}
@@ -253,6 +259,13 @@ func (p *Puller) deliver(ctx context.Context, f File) (Delivery, error) {
 }
 
 func (p *Puller) download(ctx context.Context, f File, part string) (err error) {
+	if fi, serr := os.Stat(part); serr == nil && fi.Size() > 0 && fi.Size() < f.Size {
+		// The leftover of a pull that was stopped: fetch only the rest.
+		err := p.resume(ctx, f, part)
+		if err == nil || !errors.Is(err, ErrRestart) {
+			return err
+		}
+	}
 	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
@@ -279,6 +292,32 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	}
 	if err := out.Sync(); err != nil {
 		return fmt.Errorf("download: fsync: %w", err)
+	}
+	return nil
+}
+
+// resume appends the rest of f to its partial download part (Range), and
+// verifies the whole file.
+func (p *Puller) resume(ctx context.Context, f File, part string) (err error) {
+	in, err := os.Open(part)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(part, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	defer func() {
+		if cerr := out.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("resume: %w", cerr)
+		}
+	}()
+	if _, err := p.client.Resume(ctx, p.ws, f, in, out); err != nil {
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		return fmt.Errorf("resume: fsync: %w", err)
 	}
 	return nil
 }
