@@ -36,6 +36,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/s3test"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 	lambdatest.Cleanup()
 	removeARM64Builds()
 	pgtest.Stop()
+	s3test.Stop()
 	os.Exit(code)
 }
 

@@ -100,7 +100,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 }
 
 // vm reads a size field (kB) of the process's /proc status, in bytes.
-func vm(b *testing.B, rt *lambdatest.Runtime, field string) int64 {
+func vm(b testing.TB, rt *lambdatest.Runtime, field string) int64 {
 	b.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rt.Pid()))
 	if err != nil {
