@@ -252,16 +252,21 @@ func TestPullLocked(t *testing.T) {
 // (the Range follows the redirect), places the whole file byte-exact and
 // acks it. A part whose bytes are not the file's fails the SHA-256 of the
 // whole file: an integrity error, the part deleted, the upload unacked,
-// and the pull after it delivers the file whole.
+// and the pull after it delivers the file whole. A server that ignores
+// Range (200, the whole file) has the part started over.
 func TestPullResumesPart(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100000"}})
-	var ranges sync.Map // file id → the Range header of its content request
+	var ranges sync.Map      // file id → the Range header of its content request
+	var ignoreRange sync.Map // workspace ids whose content requests lose their Range
 	target, _ := url.Parse(srv.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/content") {
 			parts := strings.Split(r.URL.Path, "/")
 			ranges.Store(parts[len(parts)-2], r.Header.Get("Range"))
+			if _, ok := ignoreRange.Load(parts[2]); ok {
+				r.Header.Del("Range")
+			}
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -273,15 +278,21 @@ func TestPullResumesPart(t *testing.T) {
 		size    int
 		have    int
 		corrupt bool
+		// ignore: the server answers the whole file, as if it ignored Range.
+		ignore bool
 	}{
-		{"inline", 90000, 33333, false},
-		{"bucket", 3 << 20, 1<<20 + 7, false},
-		{"inline corrupt part", 90000, 1000, true},
-		{"bucket corrupt part", 3 << 20, 1000, true},
+		{"inline", 90000, 33333, false, false},
+		{"bucket", 3 << 20, 1<<20 + 7, false, false},
+		{"inline corrupt part", 90000, 1000, true, false},
+		{"bucket corrupt part", 3 << 20, 1000, true, false},
+		{"inline Range ignored", 90000, 33333, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := uuid.New()
 			wsc := mustClient(t, proxy.URL, srv.WorkspaceToken(t, ws))
+			if tc.ignore {
+				ignoreRange.Store(ws.String(), true)
+			}
 			data := randomBytes(tc.size, uint64(tc.size+tc.have))
 			staged, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("r.bin", "", data)})
 			if err != nil {
