@@ -304,10 +304,9 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	if err := out.Chmod(0o600); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
-	h := sha256.New()
-	have, err := io.Copy(h, out)
+	fi, err := out.Stat()
 	if err != nil {
-		return fmt.Errorf("download: read %s: %w", part, err)
+		return fmt.Errorf("download: %w", err)
 	}
 	restart := func() error {
 		if err := out.Truncate(0); err != nil {
@@ -316,11 +315,11 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 		_, err := out.Seek(0, io.SeekStart)
 		return err
 	}
+	have := fi.Size()
 	if have >= f.Size {
 		if err := restart(); err != nil {
 			return fmt.Errorf("download: %w", err)
 		}
-		h.Reset()
 		have = 0
 	}
 	var w io.Writer = out
@@ -328,9 +327,16 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	if p.Progress != nil {
 		prog = p.Progress(f)
 	}
+	h := sha256.New()
+	var hw io.Writer = h
 	if prog != nil {
-		w = io.MultiWriter(out, prog)
+		w, hw = io.MultiWriter(out, prog), io.MultiWriter(h, prog)
 		defer func() { prog.Done(err) }()
+	}
+	// The part's bytes: hashed (and shown as done), the offset left at
+	// their end, where the rest goes.
+	if n, err := io.Copy(hw, io.LimitReader(out, have)); err != nil || n != have {
+		return fmt.Errorf("download: read %s: %d of %d bytes: %v", part, n, have, err)
 	}
 	if _, err := p.client.resume(ctx, p.ws, f, have, h, w, restart); err != nil {
 		return err

@@ -311,7 +311,10 @@ func TestPullResumesPart(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(state, id+".part"), part, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+			puller := client.NewPuller(wsc, ws, dir)
+			shown := &countingProgress{}
+			puller.Progress = func(client.File) client.Progress { return shown }
+			res, err := puller.Pull(ctx)
 			if got, _ := ranges.Load(id); got != fmt.Sprintf("bytes=%d-", tc.have) {
 				t.Errorf("content request: Range %q, want bytes=%d-", got, tc.have)
 			}
@@ -332,6 +335,9 @@ func TestPullResumesPart(t *testing.T) {
 			}
 			if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Acked {
 				t.Fatalf("pull: got %+v, %v; want the file delivered and acked", res, err)
+			}
+			if !tc.corrupt && !tc.ignore && shown.n != tc.size {
+				t.Errorf("progress: shown %d bytes, want the file's %d (the part's and the rest)", shown.n, tc.size)
 			}
 			if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 || !bytes.Equal(got["r.bin"], data) {
 				t.Fatalf("files: got %v (r.bin %d bytes), want r.bin byte-exact (%d)", keys(got), len(got["r.bin"]), len(data))
@@ -368,3 +374,9 @@ func TestPullDropsStalePart(t *testing.T) {
 		t.Fatalf("state left: %v, want the stale part deleted", st)
 	}
 }
+
+// countingProgress counts the bytes a transfer shows.
+type countingProgress struct{ n int }
+
+func (p *countingProgress) Write(b []byte) (int, error) { p.n += len(b); return len(b), nil }
+func (p *countingProgress) Done(error)                  {}
