@@ -7,7 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
@@ -180,3 +187,73 @@ func wantHeaders(t testing.TB, resp httpResponse, want map[string]string) {
 		}
 	}
 }
+
+// TestContentAbortsCutStream: when the bucket's answer breaks after the
+// content function has sent its status line (here a proxy in front of
+// moto cuts every large GET after 1 MiB), the real bootstrap ends its
+// streamed response with an error (Lambda's error trailers: a failed
+// invocation, which API Gateway turns into a cut transfer), never a
+// complete-looking 200 with fewer bytes than its Content-Length.
+func TestContentAbortsCutStream(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.MustURL(t)
+	ep := s3test.MustStart(t)
+	s3c, bucket := s3test.NewBucket(t, ep)
+	store := pendinguploads.New(openPool(t, dbURL))
+	store.Blobs = s3blobs.NewFromClient(s3c, bucket)
+	data := randomFile(8 << 20)
+	rec, err := store.Put(context.Background(), uuid.MustParse(workspacePlaceholder), data, "cut.bin", "application/octet-stream")
+	if err != nil || rec.S3Key == "" {
+		t.Fatalf("stage: %v (key %q)", err, rec.S3Key)
+	}
+
+	target, _ := url.Parse(ep.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method == "GET" && resp.ContentLength > 2<<20 {
+			resp.Body = &cutReader{r: resp.Body, left: 1 << 20}
+		}
+		return nil
+	}
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	cutter := httptest.NewServer(rp)
+	t.Cleanup(cutter.Close)
+
+	env := append(dbEnv(dbURL), s3test.Endpoint{URL: cutter.URL}.Env()...)
+	env = append(env, "CONTENT_BUCKET="+bucket)
+	rt := start(t, "content", env...)
+	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+	defer cancel()
+	res, err := rt.Invoke(ctx, withFileID(readEvent(t, "content"), rec.FileID.String()))
+	if err != nil {
+		t.Fatalf("invoke: %v", err)
+	}
+	if res.Err == nil {
+		body := res.Payload
+		if res.Streamed {
+			_, body, _ = lambdatest.SplitStreamed(res.Payload)
+		}
+		t.Fatalf("a cut transfer answered without error: streamed %v, %d body bytes of %d", res.Streamed, len(body), len(data))
+	}
+	if !res.Streamed {
+		t.Errorf("the error came without a streamed answer: %+v", res.Err)
+	}
+	t.Logf("function error %s: %s", res.Err.Type, res.Err.Message)
+}
+
+// cutReader yields left bytes of r, then an error.
+type cutReader struct {
+	r    io.ReadCloser
+	left int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errors.New("cut")
+	}
+	n, err := c.r.Read(p[:min(len(p), c.left)])
+	c.left -= n
+	return n, err
+}
+
+func (c *cutReader) Close() error { return c.r.Close() }
