@@ -230,8 +230,9 @@ func TestPresignNotOffered(t *testing.T) {
 	}
 }
 
-// TestFetchRedirectS3: a file above MAX_RESPONSE_BYTES held in the bucket
-// is served by a 307 to moto; the client follows it and verifies the bytes.
+// TestFetchRedirectS3: Fetch asks for redirect=1, so a file held in the
+// bucket is served by a 307 to moto; the client follows it and verifies
+// the bytes.
 func TestFetchRedirectS3(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}})
 	ws := uuid.New()

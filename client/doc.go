@@ -49,7 +49,10 @@
 //     counting as it streams; the size must equal the list's size and
 //     Content-Length, the SHA-256 the list's sha256 and the Content-Digest
 //     header (each where given). On any mismatch the .part is deleted and
-//     the upload is left unacked: an error, not a file. Then fsync.
+//     the upload is left unacked: an error, not a file. Then fsync. A
+//     .part already there (a download cut short) is resumed: its bytes
+//     are hashed, the rest asked for with Range: bytes=<have>-, and the
+//     whole file verified as above.
 //  2. Choose the final name: internal/sanitize.Filename of the server's
 //     name (sanitized again: the client writes to disk), or name-1.ext,
 //     name-2.ext, … if taken.
@@ -70,8 +73,9 @@
 // the .part placed there. A record without a .part was placed already.
 // Then the upload is acked (a 404 means expired or swept: the file is
 // kept) and the record removed. A .part without a record is a download
-// cut short: it is deleted and, the upload being still unacked, fetched
-// again. So a crash before step 3 costs a download and nothing else; a
+// cut short: the upload being still unacked, step 1 resumes it; once the
+// list no longer shows the upload, it is deleted. So a crash before step
+// 3 costs at most the bytes in flight and nothing else; a
 // crash after it costs nothing at all; and no upload is acked before its
 // file is durable in D. A lock file (flock) keeps two pulls out of one
 // directory. Removing D/.pendinguploads while a record is in it gives up

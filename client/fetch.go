@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -33,6 +34,10 @@ type Content struct {
 	Digest []byte
 	// Redirected says the bytes came from the bucket, through a 307.
 	Redirected bool
+	// Offset is the offset in the file of Body's first byte: 0 for the
+	// whole file (200), more for the rest of it (206, when asked for).
+	// Total is then the whole file's size (Content-Range).
+	Offset, Total int64
 }
 
 // Fetch opens the bytes of fileID. It asks for a redirect (redirect=1): a
@@ -47,18 +52,18 @@ func (c *Client) Fetch(ctx context.Context, ws, fileID uuid.UUID) (*Content, err
 	return c.fetch(ctx, ws, fileID, 0)
 }
 
-// fetch is Fetch from byte off on (off > 0: a Range request, which must
-// be answered 206 from exactly off).
-func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, off int64) (*Content, error) {
+// fetch is Fetch from byte from on: from > 0 sends Range: bytes=<from>-
+// (to the API and, after a redirect, to the bucket). A 206 must start at
+// from and run to the end of the file (Content.Offset is then from); a
+// 200 is the whole file (Offset 0): the server may ignore Range.
+func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, from int64) (*Content, error) {
 	op := "content " + fileID.String()
 	api := c.endpoint(url.Values{"redirect": {"1"}}, "workspaces", ws.String(), "pending-uploads", fileID.String(), "content")
-	var rng map[string]string
-	want := http.StatusOK
-	if off > 0 {
-		rng = map[string]string{"Range": fmt.Sprintf("bytes=%d-", off)}
-		want = http.StatusPartialContent
+	var header map[string]string
+	if from > 0 {
+		header = map[string]string{"Range": fmt.Sprintf("bytes=%d-", from)}
 	}
-	resp, err := c.send(ctx, request{method: "GET", url: api, auth: true, retry: true, op: op, header: rng})
+	resp, err := c.send(ctx, request{method: "GET", url: api, auth: true, retry: true, op: op, header: header})
 	if err != nil {
 		return nil, err
 	}
@@ -71,26 +76,28 @@ func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, off int64) (*C
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		resp, err = c.send(ctx, request{method: "GET", url: target, auth: false, retry: true, op: op + " (bucket)", header: rng})
+		resp, err = c.send(ctx, request{method: "GET", url: target, auth: false, retry: true, op: op + " (bucket)", header: header})
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode != want {
+		if resp.StatusCode != http.StatusOK && (from == 0 || resp.StatusCode != http.StatusPartialContent) {
 			resp.Body.Close()
-			return nil, fmt.Errorf("%s: the bucket answered %s, want %d", op, resp.Status, want)
+			return nil, fmt.Errorf("%s: the bucket answered %s, want 200", op, resp.Status)
 		}
 		redirected = true
-	} else if resp.StatusCode != want {
+	} else if resp.StatusCode != http.StatusOK && (from == 0 || resp.StatusCode != http.StatusPartialContent) {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s: unexpected status %s, want %d", op, resp.Status, want)
-	}
-	if off > 0 {
-		if cr := resp.Header.Get("Content-Range"); !strings.HasPrefix(cr, fmt.Sprintf("bytes %d-", off)) {
-			resp.Body.Close()
-			return nil, fmt.Errorf("%s: Content-Range %q does not start at byte %d", op, cr, off)
-		}
+		return nil, fmt.Errorf("%s: unexpected status %s", op, resp.Status)
 	}
 	ct := &Content{Body: resp.Body, Size: resp.ContentLength, ContentType: resp.Header.Get("Content-Type"), Redirected: redirected}
+	if resp.StatusCode == http.StatusPartialContent {
+		start, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+		if err != nil || start != from {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: Content-Range %q does not answer Range: bytes=%d-", op, resp.Header.Get("Content-Range"), from)
+		}
+		ct.Offset, ct.Total = start, total
+	}
 	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
 		ct.Filename = params["filename"]
 	}
@@ -103,6 +110,25 @@ func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, off int64) (*C
 		ct.Digest = sum
 	}
 	return ct, nil
+}
+
+// parseContentRange reads `bytes first-last/total` (RFC 9110 14.4): the
+// first byte's offset and the whole file's size. The part must run to the
+// end of the file: fetch asks only for such ranges.
+func parseContentRange(v string) (first, total int64, err error) {
+	spec, ok := strings.CutPrefix(v, "bytes ")
+	rng, size, ok2 := strings.Cut(spec, "/")
+	a, b, ok3 := strings.Cut(rng, "-")
+	if !ok || !ok2 || !ok3 {
+		return 0, 0, errors.New("malformed Content-Range")
+	}
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	total, err3 := strconv.ParseInt(size, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || first < 0 || last < first || last != total-1 {
+		return 0, 0, errors.New("malformed Content-Range")
+	}
+	return first, total, nil
 }
 
 func (c *Client) redirectTarget(from, loc string) (string, error) {
@@ -154,32 +180,16 @@ func ParseContentDigest(v string) ([]byte, error) {
 // before the server kept digests (f.SHA256 "" and no Content-Digest) is
 // checked by size only.
 func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer) (int64, error) {
-	return c.resume(ctx, ws, f, w, 0, sha256.New())
+	return c.resume(ctx, ws, f, 0, sha256.New(), w, nil)
 }
 
-// Resume is Download of the rest of a file whose first bytes are already
-// in have (a partial download): it hashes have, asks for the rest with a
-// Range request, writes only the rest to w, and verifies the whole file.
-// It returns the bytes written to w. A have as long as the file or longer
-// is downloaded whole again (the caller must then start w afresh: Resume
-// returns ErrRestart).
-func (c *Client) Resume(ctx context.Context, ws uuid.UUID, f File, have io.Reader, w io.Writer) (int64, error) {
-	h := sha256.New()
-	off, err := io.Copy(h, io.LimitReader(have, f.Size))
-	if err != nil {
-		return 0, fmt.Errorf("content %s: read the partial download: %w", f.FileID, err)
-	}
-	if off >= f.Size || off == 0 {
-		return 0, ErrRestart
-	}
-	return c.resume(ctx, ws, f, w, off, h)
-}
-
-// ErrRestart is returned by Resume when the partial download cannot be
-// continued; download the file whole instead.
-var ErrRestart = errors.New("client: partial download cannot be resumed")
-
-func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, w io.Writer, off int64, h hash.Hash) (int64, error) {
+// resume is Download of a file whose first have bytes (0 <= have <
+// f.Size) are in w already and were written to h: it asks for the rest
+// (Range: bytes=<have>-), appends it to w, and verifies the whole file,
+// as Download does. When the server answers with the whole file instead
+// (200: it may ignore Range), restart is called first: it must empty w;
+// h starts over. It returns how many bytes it wrote to w.
+func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, have int64, h hash.Hash, w io.Writer, restart func() error) (int64, error) {
 	var want []byte
 	if f.SHA256 != "" {
 		b, err := hex.DecodeString(f.SHA256)
@@ -188,25 +198,35 @@ func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, w io.Writer, 
 		}
 		want = b
 	}
-	ct, err := c.fetch(ctx, ws, f.FileID, off)
+	ct, err := c.fetch(ctx, ws, f.FileID, have)
 	if err != nil {
 		return 0, err
 	}
 	defer ct.Body.Close()
 	id := f.FileID.String()
-	if ct.Size >= 0 && ct.Size != f.Size-off {
-		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprintf("%d (Content-Length)", ct.Size)}
+	if ct.Offset == 0 && have > 0 {
+		if err := restart(); err != nil {
+			return 0, fmt.Errorf("content %s: restart: %w", id, err)
+		}
+		h.Reset()
+	}
+	if ct.Offset > 0 && ct.Total != f.Size {
+		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprintf("%d (Content-Range)", ct.Total)}
+	}
+	rest := f.Size - ct.Offset
+	if ct.Size >= 0 && ct.Size != rest {
+		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(rest), Got: fmt.Sprintf("%d (Content-Length)", ct.Size)}
 	}
 	if want != nil && ct.Digest != nil && !bytes.Equal(want, ct.Digest) {
 		return 0, &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(want), Got: hex.EncodeToString(ct.Digest)}
 	}
 	// Read one byte past the promised size, to see a body that is too long.
-	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, f.Size-off+1))
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, rest+1))
 	if err != nil {
 		return n, fmt.Errorf("content %s: read: %w", id, err)
 	}
-	if n != f.Size-off {
-		return n, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprint(off + n)}
+	if n != rest {
+		return n, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(f.Size), Got: fmt.Sprint(ct.Offset + n)}
 	}
 	return n, checkSum(id, h, want, ct.Digest)
 }

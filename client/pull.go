@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,6 +136,9 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 		return res, err
 	}
 	res.Pending = len(files)
+	if err := dropStaleParts(state, files); err != nil {
+		return res, err
+	}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("pull: %w", context.Cause(ctx))
@@ -187,8 +191,9 @@ func joinErrors(errs []*FileError) error {
 	return errors.Join(es...)
 }
 
-// recover finishes every recorded delivery and removes partial downloads
-// that have no record. It returns the records it could not ack yet.
+// recover finishes every recorded delivery. It returns the records it
+// could not ack yet. Partial downloads without a record stay, for deliver
+// to resume; dropStaleParts removes those the list no longer shows.
 func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]record, error) {
 	state := filepath.Join(p.dir, StateDirName)
 	entries, err := os.ReadDir(state)
@@ -218,13 +223,6 @@ func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]re
 				continue
 			}
 			res.Delivered = append(res.Delivered, d)
-		case strings.HasSuffix(name, ".part") && !have[strings.TrimSuffix(name, ".part")+".record"]:
-			// A download cut short: deliver resumes it with a Range request
-			// if the file is still pending. One older than any upload can
-			// live (TTL and retention are bounded by three days) is dropped.
-			if fi, err := os.Stat(filepath.Join(state, name)); err == nil && time.Since(fi.ModTime()) > 72*time.Hour {
-				_ = os.Remove(filepath.Join(state, name))
-			}
 		case strings.HasSuffix(name, ".record.tmp"):
 			// A record write cut short: nothing was placed.
 			_ = os.Remove(filepath.Join(state, name))
@@ -233,15 +231,45 @@ func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]re
 	return left, nil
 }
 
+// dropStaleParts removes the partial downloads (<file_id>.part without a
+// record) of files the list does not show: acked elsewhere, expired or
+// swept, they can never be resumed.
+func dropStaleParts(state string, listed []File) error {
+	entries, err := os.ReadDir(state)
+	if err != nil {
+		return fmt.Errorf("pull: %w", err)
+	}
+	keep := map[string]bool{}
+	for _, f := range listed {
+		keep[f.FileID.String()+".part"] = true
+	}
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.Name()] = true
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".part") && !keep[name] && !have[strings.TrimSuffix(name, ".part")+".record"] {
+			_ = os.Remove(filepath.Join(state, name))
+		}
+	}
+	return nil
+}
+
 // deliver downloads f into its .part, verifies it, records its final
 // name, places it and acks it.
 func (p *Puller) deliver(ctx context.Context, f File) (Delivery, error) {
 	state := filepath.Join(p.dir, StateDirName)
 	part := filepath.Join(state, f.FileID.String()+".part")
 	if err := p.download(ctx, f, part); err != nil {
-		_ = os.Remove(part)
+		// A transfer cut short keeps its part for the next pull to resume;
+		// bytes that fail verification, or a file that is gone, do not.
 		if IsNotFound(err) {
+			_ = os.Remove(part)
 			return Delivery{}, errSkipped
+		}
+		if errors.Is(err, ErrIntegrity) {
+			_ = os.Remove(part)
 		}
 		return Delivery{}, err
 	}
@@ -258,15 +286,13 @@ func (p *Puller) deliver(ctx context.Context, f File) (Delivery, error) {
 	return p.finish(ctx, rec, false)
 }
 
+// download fetches f into part, resuming: a part left by a pull that was
+// killed or lost its connection holds the first bytes already, and only
+// the rest is asked for (Range); the whole file is verified, the part's
+// bytes hashed first. A part that is not shorter than the file is
+// started over.
 func (p *Puller) download(ctx context.Context, f File, part string) (err error) {
-	if fi, serr := os.Stat(part); serr == nil && fi.Size() > 0 && fi.Size() < f.Size {
-		// The leftover of a pull that was stopped: fetch only the rest.
-		err := p.resume(ctx, f, part)
-		if err == nil || !errors.Is(err, ErrRestart) {
-			return err
-		}
-	}
-	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
@@ -278,46 +304,45 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	if err := out.Chmod(0o600); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
+	fi, err := out.Stat()
+	if err != nil {
+		return fmt.Errorf("download: %w", err)
+	}
+	restart := func() error {
+		if err := out.Truncate(0); err != nil {
+			return err
+		}
+		_, err := out.Seek(0, io.SeekStart)
+		return err
+	}
+	have := fi.Size()
+	if have >= f.Size {
+		if err := restart(); err != nil {
+			return fmt.Errorf("download: %w", err)
+		}
+		have = 0
+	}
 	var w io.Writer = out
 	var prog Progress
 	if p.Progress != nil {
 		prog = p.Progress(f)
 	}
+	h := sha256.New()
+	var hw io.Writer = h
 	if prog != nil {
-		w = io.MultiWriter(out, prog)
+		w, hw = io.MultiWriter(out, prog), io.MultiWriter(h, prog)
 		defer func() { prog.Done(err) }()
 	}
-	if _, err := p.client.Download(ctx, p.ws, f, w); err != nil {
+	// The part's bytes: hashed (and shown as done), the offset left at
+	// their end, where the rest goes.
+	if n, err := io.Copy(hw, io.LimitReader(out, have)); err != nil || n != have {
+		return fmt.Errorf("download: read %s: %d of %d bytes: %v", part, n, have, err)
+	}
+	if _, err := p.client.resume(ctx, p.ws, f, have, h, w, restart); err != nil {
 		return err
 	}
 	if err := out.Sync(); err != nil {
 		return fmt.Errorf("download: fsync: %w", err)
-	}
-	return nil
-}
-
-// resume appends the rest of f to its partial download part (Range), and
-// verifies the whole file.
-func (p *Puller) resume(ctx context.Context, f File, part string) (err error) {
-	in, err := os.Open(part)
-	if err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(part, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("resume: %w", err)
-	}
-	defer func() {
-		if cerr := out.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("resume: %w", cerr)
-		}
-	}()
-	if _, err := p.client.Resume(ctx, p.ws, f, in, out); err != nil {
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		return fmt.Errorf("resume: fsync: %w", err)
 	}
 	return nil
 }

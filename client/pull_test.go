@@ -3,9 +3,16 @@ package client_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -238,3 +245,138 @@ func TestPullLocked(t *testing.T) {
 		t.Fatalf("second pull: got %v, want ErrLocked", err)
 	}
 }
+
+// TestPullResumesPart: a .part holding the first bytes of a pending
+// upload (left by a pull that was killed) is resumed: the next pull asks
+// only for the rest (Range: bytes=<have>-), inline or from the bucket
+// (the Range follows the redirect), places the whole file byte-exact and
+// acks it. A part whose bytes are not the file's fails the SHA-256 of the
+// whole file: an integrity error, the part deleted, the upload unacked,
+// and the pull after it delivers the file whole. A server that ignores
+// Range (200, the whole file) has the part started over.
+func TestPullResumesPart(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100000"}})
+	var ranges sync.Map      // file id → the Range header of its content request
+	var ignoreRange sync.Map // workspace ids whose content requests lose their Range
+	target, _ := url.Parse(srv.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/content") {
+			parts := strings.Split(r.URL.Path, "/")
+			ranges.Store(parts[len(parts)-2], r.Header.Get("Range"))
+			if _, ok := ignoreRange.Load(parts[2]); ok {
+				r.Header.Del("Range")
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	admin := mustClient(t, srv.URL, srv.AdminToken)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name    string
+		size    int
+		have    int
+		corrupt bool
+		// ignore: the server answers the whole file, as if it ignored Range.
+		ignore bool
+	}{
+		{"inline", 90000, 33333, false, false},
+		{"bucket", 3 << 20, 1<<20 + 7, false, false},
+		{"inline corrupt part", 90000, 1000, true, false},
+		{"bucket corrupt part", 3 << 20, 1000, true, false},
+		{"inline Range ignored", 90000, 33333, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := uuid.New()
+			wsc := mustClient(t, proxy.URL, srv.WorkspaceToken(t, ws))
+			if tc.ignore {
+				ignoreRange.Store(ws.String(), true)
+			}
+			data := randomBytes(tc.size, uint64(tc.size+tc.have))
+			staged, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("r.bin", "", data)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := staged[0].FileID.String()
+			dir := t.TempDir()
+			state := filepath.Join(dir, client.StateDirName)
+			if err := os.Mkdir(state, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			part := bytes.Clone(data[:tc.have])
+			if tc.corrupt {
+				part[0] ^= 0xff
+			}
+			if err := os.WriteFile(filepath.Join(state, id+".part"), part, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			puller := client.NewPuller(wsc, ws, dir)
+			shown := &countingProgress{}
+			puller.Progress = func(client.File) client.Progress { return shown }
+			res, err := puller.Pull(ctx)
+			if got, _ := ranges.Load(id); got != fmt.Sprintf("bytes=%d-", tc.have) {
+				t.Errorf("content request: Range %q, want bytes=%d-", got, tc.have)
+			}
+			if tc.corrupt {
+				if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 {
+					t.Fatalf("pull with a corrupt part: got %+v, %v; want an integrity error", res, err)
+				}
+				if st := stateEntries(t, dir); len(st) != 0 {
+					t.Fatalf("state after the integrity error: %v, want the part deleted", st)
+				}
+				if files, _ := wsc.List(ctx, ws); len(files) != 1 {
+					t.Fatalf("after the integrity error: %d pending, want 1", len(files))
+				}
+				res, err = client.NewPuller(wsc, ws, dir).Pull(ctx)
+				if got, _ := ranges.Load(id); got != "" {
+					t.Errorf("pull after the deleted part: Range %q, want none", got)
+				}
+			}
+			if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Acked {
+				t.Fatalf("pull: got %+v, %v; want the file delivered and acked", res, err)
+			}
+			if !tc.corrupt && !tc.ignore && shown.n != tc.size {
+				t.Errorf("progress: shown %d bytes, want the file's %d (the part's and the rest)", shown.n, tc.size)
+			}
+			if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 || !bytes.Equal(got["r.bin"], data) {
+				t.Fatalf("files: got %v (r.bin %d bytes), want r.bin byte-exact (%d)", keys(got), len(got["r.bin"]), len(data))
+			}
+			if st := stateEntries(t, dir); len(st) != 0 {
+				t.Fatalf("state left: %v", st)
+			}
+			if files, _ := wsc.List(ctx, ws); len(files) != 0 {
+				t.Fatalf("after the pull: %d pending, want 0 (acked)", len(files))
+			}
+		})
+	}
+}
+
+// TestPullDropsStalePart: a .part of an upload the list no longer shows
+// (acked elsewhere, expired, swept) is deleted by the next pull.
+func TestPullDropsStalePart(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	dir := t.TempDir()
+	state := filepath.Join(dir, client.StateDirName)
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(state, uuid.NewString()+".part")
+	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateEntries(t, dir); len(st) != 0 {
+		t.Fatalf("state left: %v, want the stale part deleted", st)
+	}
+}
+
+// countingProgress counts the bytes a transfer shows.
+type countingProgress struct{ n int }
+
+func (p *countingProgress) Write(b []byte) (int, error) { p.n += len(b); return len(b), nil }
+func (p *countingProgress) Done(error)                  {}

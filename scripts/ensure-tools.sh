@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
-# server binaries (installed from Debian's packages when missing), moto and
-# cfn-lint (part of the machine image; pip cannot reach PyPI here, so a
-# missing one is reported, not installed), and what the browser test uses
-# (Chromium, node, playwright-core). Prints what it uses.
+# server binaries and python3-httpx (installed from Debian's packages when
+# missing), moto and cfn-lint (part of the machine image; pip cannot reach
+# PyPI here, so a missing one is reported, not installed), and what the
+# browser test uses (Chromium, node, playwright-core). Prints what it uses.
 set -euo pipefail
 
 have_pg() {
@@ -20,6 +20,18 @@ if ! have_pg; then
   $SUDO service postgresql stop >/dev/null 2>&1 || true
 fi
 have_pg || { echo "ensure-tools: no initdb after install" >&2; exit 1; }
+
+# The content test that fetches as the platform's workspace runtime does
+# (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes): Debian's
+# python3-httpx, for /usr/bin/python3.
+have_httpx() { /usr/bin/python3 -c 'import httpx' >/dev/null 2>&1; }
+if ! have_httpx; then
+  echo "ensure-tools: python3-httpx missing; installing from Debian's packages" >&2
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-httpx >/dev/null
+fi
+have_httpx || { echo "ensure-tools: /usr/bin/python3 cannot import httpx after install" >&2; exit 1; }
 
 missing=0
 for tool in moto_server cfn-lint; do
@@ -54,4 +66,4 @@ browser="no browser"
 [ -x /usr/bin/chromium ] && browser="$(/usr/bin/chromium --version 2>/dev/null | awk '{print $1, $2}')"
 
 pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)
-echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"
+echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), httpx $(/usr/bin/python3 -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"

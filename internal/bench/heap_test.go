@@ -16,7 +16,7 @@ import (
 // inlineMax is the largest file of the default configuration that the
 // upload and content handlers carry inline in one call: a multipart body
 // just under MAX_REQUEST_BYTES (4 MiB), so every byte of it is also in
-// Postgres and comes back in one response (MAX_RESPONSE_BYTES, 4 MiB).
+// Postgres and comes back in one 200.
 const inlineMax = 4<<20 - 1024
 
 // BenchmarkHeap measures, for the upload and content handlers' largest

@@ -105,8 +105,10 @@ func TestContentRange(t *testing.T) {
 // TestContentRacesAckAndSweep runs, for real and under -race, many
 // fetches of the same files while they are acked and swept (retention 0).
 // Every answer is either a 200 whose bytes are exactly Content-Length long
-// and hash to its Content-Digest, or a 404: never a short, empty or other
-// file. Inline (one statement, and chunked) and bucket files alike.
+// and hash to its Content-Digest, a 206 (half the fetchers ask for one
+// Range) with exactly that stretch of the file, or a 404: never a short,
+// empty or other file. Inline (one statement, and chunked) and bucket
+// files alike.
 func TestContentRacesAckAndSweep(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"INLINE_MAX_BYTES": strconv.Itoa(2 << 20), "MAX_REQUEST_BYTES": strconv.Itoa(8 << 20)}})
@@ -119,22 +121,31 @@ func TestContentRacesAckAndSweep(t *testing.T) {
 		ws := uuid.New()
 		tok := srv.WorkspaceToken(t, ws)
 		var staged []stagedFile
+		data := map[string][]byte{}
 		for i, n := range sizes {
-			staged = append(staged, uploadParts(t, srv, ws.String(), tok, file(fmt.Sprintf("f%d-%d.bin", round, i), "", string(randomBytes(n))))...)
+			b := randomBytes(n)
+			f := uploadParts(t, srv, ws.String(), tok, file(fmt.Sprintf("f%d-%d.bin", round, i), "", string(b)))[0]
+			staged = append(staged, f)
+			data[f.FileID] = b
 		}
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for _, f := range staged {
-			for range fetchers {
+			for k := range fetchers {
 				wg.Go(func() {
 					<-start
-					status, err := fetchChecked(ctx, contentURL(srv, ws.String(), f.FileID), tok)
+					var want []byte // a range: the stretch it must answer
+					if k%2 == 1 {
+						b := data[f.FileID]
+						want = b[len(b)/4 : len(b)/4+len(b)/2]
+					}
+					status, err := fetchChecked(ctx, contentURL(srv, ws.String(), f.FileID), tok, len(data[f.FileID])/4, want)
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
 					case err != nil:
 						t.Errorf("file %s: %v", f.FileID, err)
-					case status == 200:
+					case status == 200 && want == nil, status == 206 && want != nil:
 						ok200++
 					case status == 404:
 						ok404++
@@ -164,18 +175,23 @@ func TestContentRacesAckAndSweep(t *testing.T) {
 		close(start)
 		wg.Wait()
 	}
-	t.Logf("%d answers 200 with the whole file, %d answers 404", ok200, ok404)
+	t.Logf("%d answers 200 with the whole file or 206 with the range, %d answers 404", ok200, ok404)
 	if ok200 == 0 {
 		t.Fatal("no fetch won the race: the test proves nothing")
 	}
 }
 
-// fetchChecked GETs u and checks a 200's bytes against its headers.
-func fetchChecked(ctx context.Context, u, tok string) (int, error) {
+// fetchChecked GETs u and checks a 200's bytes against its headers. With
+// want set it asks for the range of len(want) bytes from off, and checks a
+// 206 is exactly want.
+func fetchChecked(ctx context.Context, u, tok string, off int, want []byte) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
+	if want != nil {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+len(want)-1))
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
@@ -184,6 +200,12 @@ func fetchChecked(ctx context.Context, u, tok string) (int, error) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("status %d, body cut after %d bytes: %w", resp.StatusCode, len(body), err)
+	}
+	if resp.StatusCode == 206 && want != nil {
+		if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(body)) || !bytes.Equal(body, want) {
+			return 206, fmt.Errorf("206 with %d bytes (Content-Length %s), not the %d asked for", len(body), cl, len(want))
+		}
+		return 206, nil
 	}
 	if resp.StatusCode != 200 {
 		return resp.StatusCode, nil

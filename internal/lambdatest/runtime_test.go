@@ -272,6 +272,52 @@ func TestProtocol(t *testing.T) {
 			t.Errorf("got %+v, %v; want Function.ResponseSizeTooLarge", o.res.Err, o.err)
 		}
 	})
+	t.Run("BufferedAtLimit", func(t *testing.T) {
+		// Exactly 6291556 bytes is still a buffered answer.
+		ch := invoke()
+		id := next()
+		resp, err := http.Post(base+"invocation/"+id+"/response", "application/octet-stream",
+			bytes.NewReader(make([]byte, lambdatest.MaxResponseBytes)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		o := <-ch
+		if resp.StatusCode != http.StatusAccepted || o.err != nil || o.res.Err != nil || len(o.res.Payload) != lambdatest.MaxResponseBytes {
+			t.Errorf("got %d, %d bytes, %+v, %v; want 202 and the whole payload", resp.StatusCode, len(o.res.Payload), o.res.Err, o.err)
+		}
+	})
+	t.Run("StreamedAboveBufferedLimit", func(t *testing.T) {
+		// A streamed HTTP integration response (a JSON prelude, 8 NULs,
+		// the body, sent chunked) has no 6 MB cap; marked by its
+		// Content-Type (as aws-lambda-go does) or by the response-mode
+		// header.
+		for _, mark := range []http.Header{
+			{"Content-Type": {lambdatest.StreamedContentType}},
+			{"Content-Type": {"application/octet-stream"}, "Lambda-Runtime-Function-Response-Mode": {"streaming"}},
+		} {
+			ch := invoke()
+			id := next()
+			body := bytes.Repeat([]byte{0xab}, lambdatest.MaxResponseBytes+1<<20)
+			payload := io.MultiReader(strings.NewReader(`{"statusCode":200,"headers":{"X":"y"}}`),
+				bytes.NewReader(make([]byte, 8)), bytes.NewReader(body))
+			req, _ := http.NewRequest("POST", base+"invocation/"+id+"/response", payload) // chunked: no length
+			req.Header = mark
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			o := <-ch
+			if resp.StatusCode != http.StatusAccepted || o.err != nil || o.res.Err != nil || !o.res.Streamed {
+				t.Fatalf("%v: got %d, %+v, %v, streamed %v; want 202 and a streamed answer", mark, resp.StatusCode, o.res.Err, o.err, o.res.Streamed)
+			}
+			prelude, got, err := lambdatest.SplitStreamed(o.res.Payload)
+			if err != nil || string(prelude) != `{"statusCode":200,"headers":{"X":"y"}}` || !bytes.Equal(got, body) {
+				t.Errorf("%v: prelude %q, %d body bytes, %v; want the prelude and the %d bytes", mark, prelude, len(got), err, len(body))
+			}
+		}
+	})
 	t.Run("Queued", func(t *testing.T) {
 		// Events queued before the function asks are handed out in order.
 		chs := []chan outcome{invoke()}
