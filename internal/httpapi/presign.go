@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sync/errgroup"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
@@ -21,9 +22,6 @@ import (
 const (
 	msgPresignOff  = "presigned uploads are not enabled"
 	msgNotReceived = "upload not received"
-	// maxJSONBody caps the JSON bodies of presign and commit: 64 entries
-	// of a name and a few numbers fit many times over.
-	maxJSONBody = 64 << 10
 )
 
 type presignRequest struct {
@@ -55,7 +53,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req presignRequest
-	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
+	if !a.decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	items := make([]pendinguploads.Presigned, len(req.Files))
@@ -113,7 +111,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		return
 	}
 	var req commitRequest
-	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
+	if !a.decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	ids := make([]uuid.UUID, len(req.Files))
@@ -260,12 +258,26 @@ func fileCount(w http.ResponseWriter, n int) bool {
 	return true
 }
 
-// decodeJSON reads a bounded JSON body into v, answering 400/413 itself.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	if err := dec.Decode(v); err != nil {
+// decodeJSON reads a JSON body of exactly one value into v, answering
+// 400/413 itself. The body is capped at MaxRequestBytes, as a multipart
+// body is (a 64-file presign with long names is far above 64 KiB); anything
+// after the value but white space is 400, found at its first byte, so a
+// long trailer is refused without being read.
+func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	limit := a.maxRequest()
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = terr
+			if err == nil {
+				err = errors.New("data after the JSON value")
+			}
+		}
+	}
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": maxJSONBody})
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit})
 			return false
 		}
 		writeError(w, http.StatusBadRequest, "malformed JSON body")
