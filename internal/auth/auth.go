@@ -113,8 +113,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 	}
 	if !fresh {
 		// Best-effort, at most once a minute: a read-only replica or a
-		// lock on the row must not turn a valid token away.
-		if _, err := a.db.Exec(ctx, `UPDATE workspace_auth_tokens SET last_used_at = now() WHERE id = $1`, id); err != nil {
+		// lock on the row must not turn a valid token away, nor delay it.
+		// SKIP LOCKED: a row another transaction holds is not stamped
+		// this time, rather than waited for.
+		if _, err := a.db.Exec(ctx, `
+			UPDATE workspace_auth_tokens SET last_used_at = now()
+			WHERE id = (SELECT id FROM workspace_auth_tokens WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED)`, id); err != nil {
 			a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
 		}
 	}
