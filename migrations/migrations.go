@@ -23,7 +23,7 @@ var files embed.FS
 
 // Latest is the newest migration version in this build. A database at a
 // lower version is behind; a higher one was migrated by a newer build.
-const Latest = 20260601100700
+const Latest = 20261123001000
 
 // Up applies every pending migration to the database at databaseURL (a
 // URL or key=value DSN, anything pgx parses). It is safe to call from

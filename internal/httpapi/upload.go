@@ -241,9 +241,12 @@ func partDisposition(p *multipart.Part) (field, filename string, isFile bool, er
 func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) bool {
 	ctx := r.Context()
 	recs, err := a.store.Stage(ctx, ws, items, claim)
-	if errors.Is(err, pendinguploads.ErrNotFound) && len(claim) > 0 {
-		// Another commit of the same upload won the race.
-		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": claim[0].String()})
+	if ce, ok := errors.AsType[*pendinguploads.ClaimError](err); ok && len(claim) > 0 {
+		// Another commit took an upload first. When it took them all,
+		// this is the same commit twice: answer as its retry would be.
+		if !a.replay(w, r, ws, claim, nil) {
+			a.notReceived(w, r, ws, ce.UploadID, "taken by a concurrent commit")
+		}
 		return false
 	}
 	if err != nil {

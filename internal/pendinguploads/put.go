@@ -57,9 +57,10 @@ func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []Put
 
 // Stage is PutBatch plus one activity_logs row per file (see
 // InsertActivityTx), all in one round trip and one transaction: the upload
-// handler's write. With claim, the same transaction first consumes those
-// presigned uploads (see ClaimPresignedTx), and Stage returns ErrNotFound,
-// storing nothing, when any is gone.
+// handler's write. With claim (claim[i] the upload items[i], InBucket,
+// was placed from), the same transaction first consumes those presigned
+// uploads (see ClaimPresignedTx), and Stage returns its *ClaimError (an
+// ErrNotFound), storing nothing, when any is gone.
 func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutItem, claim []uuid.UUID) ([]Record, error) {
 	if len(claim) == 0 {
 		return s.stage(ctx, s.db, workspaceID, items, true)
@@ -73,7 +74,11 @@ func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutIte
 		return nil, wrap("stage: begin", err)
 	}
 	defer Rollback(ctx, tx)
-	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim); err != nil {
+	fileIDs := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		fileIDs[i] = it.FileID
+	}
+	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim, fileIDs); err != nil {
 		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
