@@ -30,11 +30,12 @@ const (
 	PresignGetTTL = 5 * time.Minute
 	// RequestDeadline bounds every request's calls to its dependencies
 	// (Postgres, S3): API.md wants a 503 within 15 s of the request when
-	// one is down or frozen, on Lambda and on the dev server alike. 12 s
-	// leaves the 3 s to answer, and is above the pool's 5 s connect
-	// timeout and the 10 s statement_timeout, so those answer first when
-	// they can.
-	RequestDeadline = 12 * time.Second
+	// one is down or frozen, on Lambda and on the dev server alike. The
+	// best-effort cleanup after a failure (a rollback, discarding objects:
+	// pendinguploads.CleanupBudget, 2 s each) runs past it, so 10 s + 2 s
+	// + 2 s leaves a second to answer. The pool's 5 s connect timeout and
+	// the 10 s statement_timeout end most waits first, with the same 503.
+	RequestDeadline = 10 * time.Second
 )
 
 // Presigner signs requests that let a client talk to the bucket directly.
