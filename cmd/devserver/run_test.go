@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +100,8 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	if code, b := call("GET", listURL[1]); code != 200 || !strings.Contains(string(b), id) {
+	checkUnrouted(t, listURL[1], wsToken[1], id)
+	if code, b := call("GET", listURL[1]); code != 200 || !strings.Contains(string(b), id) || !strings.Contains(string(b), `"fetched_at":null`) {
 		t.Fatalf("list: %d %s", code, b)
 	}
 	if code, b := call("GET", listURL[1]+"/"+id+"/content"); code != 200 || !bytes.Equal(b, content) {
@@ -136,5 +138,50 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("dev server did not stop")
+	}
+}
+
+// checkUnrouted holds the dev server to the route table: HEAD on content
+// is a JSON 405 with Allow: GET (and reads nothing: the caller checks
+// fetched_at is still null), and a path with "//" or "/../" is never
+// redirected: a JSON 401 without a token, a JSON 404 with one.
+func checkUnrouted(t *testing.T, listURL, token, id string) {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	call := func(method, url, tok string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest(method, url, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	content := listURL + "/" + id + "/content"
+	code, h, _ := call("HEAD", content, token)
+	if code != 405 || h.Get("Allow") != "GET" || h.Get("Content-Type") != "application/json" {
+		t.Errorf("HEAD content: got %d, Allow %q, Content-Type %q; want 405, GET, application/json", code, h.Get("Allow"), h.Get("Content-Type"))
+	}
+	if code, _, b := call("DELETE", content, token); code != 405 || strings.TrimSpace(string(b)) != `{"error":"method not allowed"}` {
+		t.Errorf("DELETE content: got %d %s, want 405 method not allowed", code, b)
+	}
+	u, _ := url.Parse(listURL)
+	base := u.Scheme + "://" + u.Host
+	for _, bad := range []string{
+		base + "/" + u.Path,
+		strings.Replace(listURL, "/workspaces/", "/workspaces//", 1),
+		strings.Replace(listURL, "/workspaces/", "/x/../workspaces/", 1),
+		strings.Replace(content, "/pending-uploads/", "/pending-uploads/../pending-uploads/", 1),
+	} {
+		for tok, want := range map[string]int{"": 401, token: 404} {
+			code, h, b := call("GET", bad, tok)
+			if code != want || h.Get("Content-Type") != "application/json" || h.Get("Location") != "" {
+				t.Errorf("GET %s (token %v): got %d %q Location %q, want a JSON %d", bad, tok != "", code, b, h.Get("Location"), want)
+			}
+		}
 	}
 }

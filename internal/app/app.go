@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 
 	sm := opts.Secrets
 	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithLogger(s3blobs.SDKLogger(log)))
 		if err != nil {
 			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
 		}
@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Store.MaxFileBytes = cfg.MaxFileBytes
 
 	if cfg.ContentBucket != "" {
-		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle)
+		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle, log)
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)

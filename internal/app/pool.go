@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -38,6 +40,15 @@ func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg.MaxConnIdleTime = DefaultMaxConnIdleTime
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// A frozen server (a stopped process, a hung host) never runs its
+	// statement_timeout: only the request's context ends the wait. pgx's
+	// deadline handler does that by putting a deadline on the socket when
+	// the context ends; its cancel-request handler would first dial the
+	// same frozen server. Set here so a change of pgx's default cannot
+	// bring that back.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["statement_timeout"]; !ok && !strings.Contains(rp["options"], "statement_timeout") {

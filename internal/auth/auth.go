@@ -121,7 +121,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 		// replica) is logged, not answered.
 		if _, err := a.db.Exec(ctx, `
 			UPDATE workspace_auth_tokens SET last_used_at = now()
-			WHERE ctid = (SELECT ctid FROM workspace_auth_tokens WHERE token_hash = $1 FOR UPDATE SKIP LOCKED)`, sum[:]); err != nil {
+			WHERE ctid = (SELECT ctid FROM workspace_auth_tokens WHERE token_hash = $1 FOR NO KEY UPDATE SKIP LOCKED)`, sum[:]); err != nil {
 			a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
 		}
 	}

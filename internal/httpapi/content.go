@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,23 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "range not satisfiable")
 		return
 	}
-	body, err := a.store.Open(ctx, rec, off, n)
+	// Opening the bytes is a dependency call, bound by the request's
+	// deadline like any other; sending them is not (100 MiB at a client's
+	// pace takes longer than RequestDeadline): the stream runs on the
+	// request's context without that deadline, bound by the invocation's
+	// (Lambda) or the server's write timeout (dev server).
+	sctx, scancel := context.WithCancel(Undeadlined(ctx))
+	defer scancel()
+	stop := context.AfterFunc(ctx, scancel)
+	body, err := a.store.Open(sctx, rec, off, n)
+	if !stop() {
+		// The request's deadline passed while opening: 503, as for any
+		// dependency too slow to answer.
+		if err == nil {
+			body.Close()
+		}
+		err = fmt.Errorf("open after the request's deadline: %w (%v)", context.DeadlineExceeded, err)
+	}
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		// Swept between the look-up and the read: nothing was answered yet.
 		writeError(w, http.StatusNotFound, msgExpired)

@@ -134,8 +134,9 @@ func TestCORSPreflight(t *testing.T) {
 		})
 	}
 	t.Run("UnknownPath", func(t *testing.T) {
+		// No route: authentication comes first, and a preflight has no token.
 		res := send(t, preflightReq(t, srv.URL+"/nowhere", canvasOrigin, "GET"))
-		wantError(t, res, http.StatusNotFound, "not found", nil)
+		wantError(t, res, http.StatusUnauthorized, "missing workspace auth token", nil)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -33,7 +34,23 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
+	// A query string is part of the contract: url.Query would drop a pair
+	// that does not parse (a ';', a bad escape) and answer as if it were
+	// absent. So a query that does not parse is 400, and so are a repeated
+	// parameter (which one would count? answered below with that
+	// parameter's message) and an unknown one (a misspelt "limt" silently
+	// giving 50 rows is the same trap). The parameter's name is not echoed.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid query string")
+		return
+	}
+	for k := range q {
+		if k != "limit" && k != "after" {
+			writeError(w, http.StatusBadRequest, "unknown query parameter")
+			return
+		}
+	}
 	limit := pendinguploads.DefaultListLimit
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])

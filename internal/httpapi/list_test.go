@@ -286,6 +286,14 @@ func TestList(t *testing.T) {
 			{"AfterBadBase64", "after=" + strings.Repeat("!", 32), "invalid cursor"},
 			{"AfterTooLong", "after=" + strings.Repeat("A", 40), "invalid cursor"},
 			{"AfterFileID", "after=" + uuid.NewString(), "invalid cursor"},
+			{"AfterTwice", "after=abc&after=abc", "invalid cursor"},
+			{"Semicolon", "limit=0;x", "invalid query string"},
+			{"SemicolonAfterGoodLimit", "limit=5;x=1", "invalid query string"},
+			{"BadEscape", "after=%zz", "invalid query string"},
+			{"BadEscapeInKey", "%zz=1", "invalid query string"},
+			{"Unknown", "limt=5", "unknown query parameter"},
+			{"UnknownBesideGood", "limit=5&x=", "unknown query parameter"},
+			{"UnknownBare", "limit=5&x", "unknown query parameter"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				wantError(t, get(t, listURL(srv, ws.String())+"?"+tt.q, srv.AdminToken), http.StatusBadRequest, tt.msg, nil)

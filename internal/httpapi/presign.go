@@ -3,16 +3,18 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sync/errgroup"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
@@ -21,9 +23,6 @@ import (
 const (
 	msgPresignOff  = "presigned uploads are not enabled"
 	msgNotReceived = "upload not received"
-	// maxJSONBody caps the JSON bodies of presign and commit: 64 entries
-	// of a name and a few numbers fit many times over.
-	maxJSONBody = 64 << 10
 )
 
 type presignRequest struct {
@@ -55,7 +54,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req presignRequest
-	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
+	if !a.decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	items := make([]pendinguploads.Presigned, len(req.Files))
@@ -113,7 +112,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		return
 	}
 	var req commitRequest
-	if !decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
+	if !a.decodeJSON(w, r, &req) || !fileCount(w, len(req.Files)) {
 		return
 	}
 	ids := make([]uuid.UUID, len(req.Files))
@@ -137,16 +136,32 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		a.storageFailure(w, r, "commit lookup", err, "workspace_id", ws)
 		return
 	}
+	if a.replay(w, r, ws, ids, promised) {
+		return
+	}
+	// Not a retry. Every upload must be new: a mix of new uploads and
+	// uploads committed before is refused as a whole, naming the first
+	// taken one, rather than half-committed (API.md's 200 for a retry
+	// holds only when every upload_id was committed before).
 	for _, id := range ids {
-		if _, ok := promised[id]; !ok {
-			a.notReceived(w, r, ws, id, "unknown, expired or already committed")
+		p, ok := promised[id]
+		if !ok {
+			a.notReceived(w, r, ws, id, "unknown or expired")
+			return
+		}
+		if p.Committed() {
+			a.notReceived(w, r, ws, id, "already committed, beside new uploads")
 			return
 		}
 	}
 	items, err := a.placeStaged(ctx, ws, ids, promised)
 	if err != nil {
 		if nr, ok := errors.AsType[*notReceivedError](err); ok {
-			a.notReceived(w, r, ws, nr.id, nr.why)
+			// A concurrent commit of the same uploads may have taken the
+			// staging objects away: then this is its retry.
+			if !a.replay(w, r, ws, ids, nil) {
+				a.notReceived(w, r, ws, nr.id, nr.why)
+			}
 			return
 		}
 		a.storageFailure(w, r, "commit place", err, "workspace_id", ws)
@@ -162,6 +177,48 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) {
 		keys[i] = promised[id].StagingKey()
 	}
 	_ = a.store.Blobs.Delete(ctx, keys)
+}
+
+// replay answers a commit whose every upload this workspace committed
+// before (a client retrying a commit whose answer it lost) with the files
+// that commit stored, and stores nothing; it reports whether it answered.
+// With promised nil it looks the uploads up itself (after losing a race).
+func (a *API) replay(w http.ResponseWriter, r *http.Request, ws uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]pendinguploads.Presigned) bool {
+	ctx := r.Context()
+	if promised == nil {
+		var err error
+		if promised, err = a.store.LookupPresigned(ctx, ws, ids); err != nil {
+			a.storageFailure(w, r, "commit lookup", err, "workspace_id", ws)
+			return true
+		}
+	}
+	fileIDs := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
+		p, ok := promised[id]
+		if !ok || !p.Committed() {
+			return false
+		}
+		fileIDs[i] = p.FileID
+	}
+	recs, err := a.store.CommittedFiles(ctx, ws, fileIDs)
+	if err != nil {
+		a.storageFailure(w, r, "commit replay", err, "workspace_id", ws)
+		return true
+	}
+	out := make([]stagedFile, len(ids))
+	for i, fid := range fileIDs {
+		rec, ok := recs[fid]
+		if !ok {
+			return false // committed, then swept: not a retry any more
+		}
+		out[i] = stagedFile{
+			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
+			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
+		}
+	}
+	a.logger().Info("commit replayed", "workspace_id", ws, "files", len(ids))
+	writeJSON(w, http.StatusOK, map[string]any{"files": out})
+	return true
 }
 
 // placeConcurrency bounds the objects one commit copies and hashes at once.
@@ -260,12 +317,26 @@ func fileCount(w http.ResponseWriter, n int) bool {
 	return true
 }
 
-// decodeJSON reads a bounded JSON body into v, answering 400/413 itself.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	if err := dec.Decode(v); err != nil {
+// decodeJSON reads a JSON body of exactly one value into v, answering
+// 400/413 itself. The body is capped at MaxRequestBytes, as a multipart
+// body is (a 64-file presign with long names is far above 64 KiB); anything
+// after the value but white space is 400, found at its first byte, so a
+// long trailer is refused without being read.
+func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	limit := a.maxRequest()
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = terr
+			if err == nil {
+				err = errors.New("data after the JSON value")
+			}
+		}
+	}
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": maxJSONBody})
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "request body too large", "max": limit})
 			return false
 		}
 		writeError(w, http.StatusBadRequest, "malformed JSON body")

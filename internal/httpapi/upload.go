@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -81,11 +82,26 @@ func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) 
 		}
 		return http.StatusBadRequest, map[string]any{"error": "malformed multipart body"}
 	}
-	mr := multipart.NewReader(body, boundary)
+	whole := newBodyCheck(body, boundary)
+	mr := multipart.NewReader(whole, boundary)
 	var items []pendinguploads.PutItem
 	for {
 		part, err := mr.NextRawPart()
 		if err == io.EOF {
+			// The multipart reader also answers io.EOF for a body cut
+			// right after a boundary line: only the closing delimiter
+			// ends it. The rest (an epilogue) must then read to its end,
+			// as long as the declared length: a short body is cut too.
+			if !whole.closed {
+				return nil, http.StatusBadRequest, map[string]any{"error": "malformed multipart body"}
+			}
+			if _, err := io.Copy(io.Discard, whole); err != nil {
+				s, b := malformed(err)
+				return nil, s, b
+			}
+			if sizeHint > 0 && whole.n != sizeHint {
+				return nil, http.StatusBadRequest, map[string]any{"error": "malformed multipart body"}
+			}
 			break
 		}
 		if err != nil {
@@ -142,6 +158,43 @@ func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) 
 	return items, 0, nil
 }
 
+// bodyCheck counts the bytes of a multipart body and notes whether its
+// closing delimiter ("--boundary--" at the start of a line) went by. A
+// file whose bytes hold "\n--boundary--" (a bare LF, not the CRLF before
+// a delimiter) can make a cut body look closed; only a body crafted so
+// is affected, and a body short of its Content-Length is caught anyway.
+type bodyCheck struct {
+	r      io.Reader
+	n      int64
+	pat    []byte // "\n--boundary--"
+	tail   []byte // the last len(pat)-1 bytes read, to match across reads
+	closed bool
+}
+
+func newBodyCheck(r io.Reader, boundary string) *bodyCheck {
+	// The body's start counts as a line start.
+	return &bodyCheck{r: r, pat: []byte("\n--" + boundary + "--"), tail: []byte("\n")}
+}
+
+func (b *bodyCheck) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if n > 0 && !b.closed {
+		got := p[:n]
+		// A match straddling the previous read, then one inside this one.
+		seam := append(b.tail, got[:min(len(got), len(b.pat)-1)]...)
+		b.closed = bytes.Contains(seam, b.pat) || bytes.Contains(got, b.pat)
+		if k := len(b.pat) - 1; len(seam) > k {
+			seam = seam[len(seam)-k:]
+		}
+		if len(got) >= len(b.pat)-1 {
+			seam = got[len(got)-(len(b.pat)-1):]
+		}
+		b.tail = append(b.tail[:0:0], seam...)
+	}
+	return n, err
+}
+
 // readPart appends at most limit+1 bytes of r to arena and returns the
 // arena and the bytes read, as a slice of it that later appends cannot
 // overwrite. It grows the arena only when the hint was short (a chunked
@@ -188,9 +241,12 @@ func partDisposition(p *multipart.Part) (field, filename string, isFile bool, er
 func (a *API) stage(w http.ResponseWriter, r *http.Request, ws uuid.UUID, items []pendinguploads.PutItem, claim []uuid.UUID) bool {
 	ctx := r.Context()
 	recs, err := a.store.Stage(ctx, ws, items, claim)
-	if errors.Is(err, pendinguploads.ErrNotFound) && len(claim) > 0 {
-		// Another commit of the same upload won the race.
-		writeJSON(w, http.StatusConflict, map[string]any{"error": msgNotReceived, "upload_id": claim[0].String()})
+	if ce, ok := errors.AsType[*pendinguploads.ClaimError](err); ok && len(claim) > 0 {
+		// Another commit took an upload first. When it took them all,
+		// this is the same commit twice: answer as its retry would be.
+		if !a.replay(w, r, ws, claim, nil) {
+			a.notReceived(w, r, ws, ce.UploadID, "taken by a concurrent commit")
+		}
 		return false
 	}
 	if err != nil {

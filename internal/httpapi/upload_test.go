@@ -555,3 +555,50 @@ func TestUploadUnreadableDispositionRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestUploadCutBody: a body that ends early, whether right after a
+// boundary line (no closing delimiter) or short of its Content-Length, is
+// 400 malformed and nothing of it is stored, however complete its first
+// parts look. A whole body with an epilogue still passes.
+func TestUploadCutBody(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
+	const ctype = "multipart/form-data; boundary=B"
+	for name, body := range map[string]string{
+		"AfterBoundaryLine":   good + "--B\r\n",
+		"AfterBoundaryNoCRLF": good + "--B",
+		"InNextHeaders":       good + "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"b.txt\"\r\n",
+		"AfterNextHeaders":    good + "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"b.txt\"\r\n\r\n",
+		"InNextContent":       good + "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"b.txt\"\r\n\r\nsec",
+		"NoClosingDashes":     good + "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"b.txt\"\r\n\r\nsecond\r\n--B\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws := uuid.New()
+			res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, []byte(body))
+			wantError(t, res, http.StatusBadRequest, msgMalformed, nil)
+			wantNothingStored(t, srv, ws)
+		})
+	}
+	complete := good + "--B--\r\n"
+	t.Run("ShorterThanContentLength", func(t *testing.T) {
+		ws := uuid.New()
+		head := fmt.Sprintf("POST /workspaces/%s/chat/uploads HTTP/1.1\nHost: x\nAuthorization: Bearer %s\nContent-Type: %s\nContent-Length: %d\nConnection: close",
+			ws, srv.AdminToken, ctype, len(complete)+100)
+		res := rawRequest(t, srv, head, []byte(complete), true)
+		wantError(t, res, http.StatusBadRequest, msgMalformed, nil)
+		wantNothingStored(t, srv, ws)
+	})
+	t.Run("CompleteWithEpilogue", func(t *testing.T) {
+		ws := uuid.New()
+		res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, []byte(complete+"an epilogue\r\n--B\r\n"))
+		wantStatus(t, res, http.StatusOK)
+		if up, _ := rowCounts(t, srv, ws); up != 1 {
+			t.Fatalf("rows: got %d, want 1", up)
+		}
+	})
+	t.Run("ClosingDelimiterFirst", func(t *testing.T) {
+		ws := uuid.New()
+		res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, []byte("--B--\r\n"))
+		wantError(t, res, http.StatusBadRequest, msgNoFiles, nil)
+	})
+}

@@ -57,9 +57,10 @@ func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []Put
 
 // Stage is PutBatch plus one activity_logs row per file (see
 // InsertActivityTx), all in one round trip and one transaction: the upload
-// handler's write. With claim, the same transaction first consumes those
-// presigned uploads (see ClaimPresignedTx), and Stage returns ErrNotFound,
-// storing nothing, when any is gone.
+// handler's write. With claim (claim[i] the upload items[i], InBucket,
+// was placed from), the same transaction first consumes those presigned
+// uploads (see ClaimPresignedTx), and Stage returns its *ClaimError (an
+// ErrNotFound), storing nothing, when any is gone.
 func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutItem, claim []uuid.UUID) ([]Record, error) {
 	if len(claim) == 0 {
 		return s.stage(ctx, s.db, workspaceID, items, true)
@@ -73,7 +74,11 @@ func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutIte
 		return nil, wrap("stage: begin", err)
 	}
 	defer Rollback(ctx, tx)
-	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim); err != nil {
+	fileIDs := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		fileIDs[i] = it.FileID
+	}
+	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim, fileIDs); err != nil {
 		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
@@ -126,6 +131,7 @@ func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, it
 		return nil, err
 	}
 	b := &pgx.Batch{}
+	queueDeadlineGuard(ctx, b)
 	got := s.queueInsert(b, workspaceID, items, recs)
 	if activity {
 		if err := queueActivity(b, recs); err != nil {
@@ -186,6 +192,24 @@ func (s *Store) placed(workspaceID uuid.UUID, items []PutItem) []Record {
 		}
 	}
 	return recs
+}
+
+// deadlineGuardMark is in the error of queueDeadlineGuard's statement.
+const deadlineGuardMark = "request deadline passed"
+
+// queueDeadlineGuard queues, when ctx has a deadline, a statement that
+// fails once that deadline has passed on the server's clock, so that the
+// batch's implicit transaction stores nothing. A batch written into the
+// socket of a frozen Postgres (SIGSTOP, a stalled host) runs when the
+// server resumes, long after its request was answered 503: without the
+// guard it would then commit, and a client retrying the 503 would stage
+// the files twice. (A freeze in the instant between the server's commit
+// and its answer still leaves the outcome unknown; nothing can close that.)
+// The CASE is volatile, so the cast is evaluated only at run time.
+func queueDeadlineGuard(ctx context.Context, b *pgx.Batch) {
+	if dl, ok := ctx.Deadline(); ok {
+		b.Queue(`SELECT (CASE WHEN clock_timestamp() > $1 THEN '`+deadlineGuardMark+`' END)::int`, dl)
+	}
 }
 
 // queueInsert queues the INSERT of recs and fills their created_at and

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -258,5 +259,32 @@ func TestFileCapIsTheStores(t *testing.T) {
 	s.MaxFileBytes = 1 << 40
 	if got := s.FileCap(); got != pendinguploads.MaxFileBytesCap {
 		t.Fatalf("FileCap with MaxFileBytes 1 TiB: got %d, want %d", got, pendinguploads.MaxFileBytesCap)
+	}
+}
+
+// staleDeadline is a context whose deadline has passed but which is not
+// done: what the server sees of a request it runs only after the caller
+// gave up (a batch that waited in the socket of a frozen Postgres).
+type staleDeadline struct{ context.Context }
+
+func (staleDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Second), true }
+
+// TestStageAfterItsDeadlineStoresNothing: a staging batch the server runs
+// after its request's deadline stores nothing and is "unavailable" (503),
+// so a request answered 503 during a freeze does not commit on resume.
+func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
+	s, pool := open(t)
+	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+	_, err := s.Stage(staleDeadline{context.Background()}, uuid.New(), items, nil)
+	if !pendinguploads.IsUnavailable(err) {
+		t.Fatalf("stage after the deadline: got %v, want an unavailable error", err)
+	}
+	if n := countRows(t, pool, "pending_uploads") + countRows(t, pool, "activity_logs"); n != 0 {
+		t.Fatalf("rows: got %d, want 0", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.Stage(ctx, uuid.New(), items, nil); err != nil {
+		t.Fatalf("stage within its deadline: %v", err)
 	}
 }

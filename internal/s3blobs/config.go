@@ -4,46 +4,62 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 const (
-	// HTTPTimeout bounds one HTTP attempt of a Store built by
-	// NewFromConfig, from dial to the last byte of the body (25 MiB).
-	HTTPTimeout = 30 * time.Second
-	// DialTimeout bounds connecting to S3.
-	DialTimeout = 5 * time.Second
+	// DialTimeout bounds connecting to S3. There is no bound on a whole
+	// attempt: a streamed download (up to 100 MiB, at the client's pace)
+	// may read its body for minutes; the caller's context bounds it.
+	DialTimeout = 2 * time.Second
+	// ResponseHeaderTimeout bounds the wait for S3's answer once a request
+	// is sent: a frozen endpoint ends the attempt here, and the retries fit
+	// inside a request's deadline (httpapi.RequestDeadline).
+	ResponseHeaderTimeout = 4 * time.Second
 	// RetryMaxAttempts is how many attempts, first included, the SDK's
 	// standard retryer makes for one call.
 	RetryMaxAttempts = 3
+	// RetryMaxBackoff caps the wait between two attempts.
+	RetryMaxBackoff = time.Second
 )
 
 // NewFromConfig returns a Store over bucket with clients built from the
 // default AWS configuration (environment, shared files, the Lambda role).
 // A non-empty endpoint replaces S3's (a local S3 such as moto or MinIO);
 // forcePathStyle puts the bucket in the path instead of the host name.
+// The SDK logs through log (see SDKLogger; nil: slog.Default()).
 //
 // Each call is retried by the SDK's standard retryer, at most
-// RetryMaxAttempts attempts of at most HTTPTimeout each. It returns an
-// error when bucket is empty, the configuration cannot be loaded, or no
-// region is configured (AWS_REGION).
-func NewFromConfig(ctx context.Context, bucket, endpoint string, forcePathStyle bool) (*Store, error) {
+// RetryMaxAttempts attempts, each waiting at most DialTimeout to connect
+// and ResponseHeaderTimeout for an answer, at most RetryMaxBackoff apart;
+// the caller's context bounds the whole, body included. It returns an error when bucket
+// is empty, the configuration cannot be loaded, or no region is
+// configured (AWS_REGION).
+func NewFromConfig(ctx context.Context, bucket, endpoint string, forcePathStyle bool, log *slog.Logger) (*Store, error) {
 	if bucket == "" {
 		return nil, errors.New("s3blobs: empty bucket name")
 	}
 	httpClient := awshttp.NewBuildableClient().
-		WithTimeout(HTTPTimeout).
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = DialTimeout })
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = DialTimeout }).
+		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = ResponseHeaderTimeout })
 	cfg, err := config.LoadDefaultConfig(ctx,
 		config.WithHTTPClient(httpClient),
-		config.WithRetryMode(aws.RetryModeStandard),
-		config.WithRetryMaxAttempts(RetryMaxAttempts),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = RetryMaxAttempts
+				o.MaxBackoff = RetryMaxBackoff
+			})
+		}),
+		config.WithLogger(SDKLogger(log)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)

@@ -3,9 +3,15 @@ package s3blobs_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/s3test"
@@ -33,7 +39,7 @@ func TestNewFromConfig(t *testing.T) {
 
 	t.Run("LocalEndpoint", func(t *testing.T) {
 		isolate(t, ep.Env())
-		st, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true)
+		st, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, nil)
 		if err != nil {
 			t.Fatalf("NewFromConfig: %v", err)
 		}
@@ -47,15 +53,71 @@ func TestNewFromConfig(t *testing.T) {
 
 	t.Run("NoRegion", func(t *testing.T) {
 		isolate(t, append(ep.Env(), "AWS_REGION="))
-		if _, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
+		if _, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, nil); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
 			t.Errorf("NewFromConfig: got %v, want an error naming AWS_REGION", err)
 		}
 	})
 
 	t.Run("NoBucket", func(t *testing.T) {
 		isolate(t, ep.Env())
-		if _, err := s3blobs.NewFromConfig(ctx, "", ep.URL, true); err == nil {
+		if _, err := s3blobs.NewFromConfig(ctx, "", ep.URL, true, nil); err == nil {
 			t.Error("NewFromConfig with no bucket: got nil error, want one")
 		}
 	})
+}
+
+// TestSDKLogsAreJSON: what the SDK logs goes through the service's slog
+// logger as JSON lines, and nothing reaches stderr in the SDK's plain
+// text. A GET of an object stored without a checksum makes the SDK log
+// (at DEBUG) that it cannot validate the payload.
+func TestSDKLogsAreJSON(t *testing.T) {
+	ep := s3test.MustStart(t)
+	client, bucket := s3test.NewBucket(t, ep)
+	isolate(t, ep.Env())
+	ctx := context.Background()
+
+	// The SDK's default logger writes to the os.Stderr of its making.
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	defer func() { os.Stderr = saved }()
+
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, log)
+	if err != nil {
+		t.Fatalf("NewFromConfig: %v", err)
+	}
+	// A plain PUT, without the SDK's checksum, as a presigned upload is.
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("objects/plain"), Body: strings.NewReader("plain")},
+		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if _, err := st.Get(ctx, "objects/plain"); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	os.Stderr = saved
+
+	out, _ := os.ReadFile(stderr.Name())
+	if len(out) != 0 {
+		t.Errorf("stderr: got %q, want nothing (the SDK's lines go through slog)", out)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	sdk := 0
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("log line %q is not JSON: %v", line, err)
+			continue
+		}
+		if rec["source"] == "aws-sdk" {
+			sdk++
+		}
+	}
+	if sdk == 0 {
+		t.Fatalf("no SDK line captured (log %q): the test proves nothing", logs.String())
+	}
 }

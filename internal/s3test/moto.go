@@ -123,6 +123,26 @@ func Stop() {
 	}
 }
 
+// Freeze stops this binary's moto_server with SIGSTOP, as a hung endpoint
+// would: connections are accepted by the kernel, nothing answers. Thaw
+// resumes it. A fault test that freezes S3 needs a test binary (and so a
+// moto_server) of its own; with S3TEST_ENDPOINT set there is nothing to
+// freeze, and it fails.
+func Freeze() error { return pause(true) }
+
+// Thaw resumes a moto_server stopped by Freeze.
+func Thaw() error { return pause(false) }
+
+func pause(stop bool) error {
+	server.mu.Lock()
+	p := server.proc
+	server.mu.Unlock()
+	if p == nil {
+		return errors.New("s3test: no moto_server of this binary is running")
+	}
+	return pauseGroup(p.cmd.Process, stop)
+}
+
 func start() {
 	if u := os.Getenv(EnvEndpoint); u != "" {
 		server.ep = Endpoint{URL: u}

@@ -21,3 +21,12 @@ func signalGroup(p *os.Process, kill bool) {
 	}
 	_ = syscall.Kill(-p.Pid, sig)
 }
+
+// pauseGroup stops (SIGSTOP) or resumes (SIGCONT) p's process group.
+func pauseGroup(p *os.Process, stop bool) error {
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	return syscall.Kill(-p.Pid, sig)
+}

@@ -3,6 +3,7 @@
 package s3test
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -11,3 +12,5 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 // signalGroup kills p itself: there are no process groups to signal.
 func signalGroup(p *os.Process, _ bool) { _ = p.Kill() }
+
+func pauseGroup(*os.Process, bool) error { return errors.New("s3test: cannot freeze a process here") }
