@@ -46,11 +46,11 @@ const (
 	// fiveMiB is over the 4 MiB a request may carry: the case that got 413
 	// before this client.
 	fiveMiB = 5 << 20
-	// commitAnswerLost: false, the first commit of the retry case is
-	// refused with a 503 before it reaches the service; true, it is
-	// committed and its answer lost (a 502). Set it to true once a
-	// repeated commit answers 200 with the same files (API.md).
-	commitAnswerLost = false
+	// commitAnswerLost: true, the first commit of the retry case is
+	// committed and its answer lost (a 502): the client's retry relies on
+	// a repeated commit answering 200 with the same files (the contract).
+	// false would refuse it with a 503 before it reaches the service.
+	commitAnswerLost = true
 	// driveTimeout bounds the whole browser run.
 	driveTimeout = 2 * time.Minute
 )
