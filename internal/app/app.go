@@ -6,12 +6,15 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -63,9 +66,14 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
 		}
-		sm = secretsmanager.NewFromConfig(awsCfg)
+		sm = secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
+			if cfg.SecretsEndpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.SecretsEndpoint)
+			}
+		})
 	}
 	dbURL := cfg.DatabaseURL
+	var rotated *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation
 	if dbURL == "" && cfg.DBSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.DBSecretARN)
 		if err != nil {
@@ -74,6 +82,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		if dbURL, err = DatabaseURLFromSecret(s); err != nil {
 			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
+		var v rdsSecret
+		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
+		rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
 	}
 	adminToken := cfg.AdminToken
 	if adminToken == "" && cfg.AdminTokenSecretARN != "" {
@@ -96,13 +107,26 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
 	}
-	pool, err := NewPool(dbURL, maxConns)
+	var beforeConnect func(context.Context, *pgx.ConnConfig) error
+	if rotated != nil {
+		beforeConnect = rotated.beforeConnect
+	}
+	pool, err := newPool(dbURL, maxConns, beforeConnect)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	a.Pool = pool
 	a.DatabaseURL = dbURL
-	a.Store = pendinguploads.New(pool)
+	// What the store and the authenticator query through: with a rotated
+	// secret, a pool that re-reads the password when it is refused.
+	var db interface {
+		pendinguploads.DB
+		auth.DB
+	} = pool
+	if rotated != nil {
+		db = &RotatingPool{Pool: pool, password: rotated}
+	}
+	a.Store = pendinguploads.New(db)
 	a.Store.TTL = cfg.UploadTTL
 	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
 	a.Store.MaxFileBytes = cfg.MaxFileBytes
@@ -119,7 +143,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 
 	if adminToken != "" {
-		authn, err := auth.NewAuthenticator(pool, adminToken)
+		authn, err := auth.NewAuthenticator(db, adminToken)
 		if err != nil {
 			pool.Close()
 			return nil, err

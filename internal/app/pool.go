@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,6 +29,11 @@ const (
 // statement_timeout in options, default_query_exec_mode=exec for RDS
 // Proxy) win over the defaults.
 func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+	return newPool(databaseURL, maxConns, nil)
+}
+
+// newPool is NewPool with a BeforeConnect hook (the rotated password).
+func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// pgx's message can quote the URL, password included: keep it out.
@@ -60,5 +66,6 @@ func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "pendinguploads"
 	}
+	cfg.BeforeConnect = beforeConnect
 	return pgxpool.NewWithConfig(context.Background(), cfg)
 }

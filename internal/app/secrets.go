@@ -32,7 +32,17 @@ type rdsSecret struct {
 
 // secretString fetches the current value of a secret.
 func secretString(ctx context.Context, sm SecretsAPI, arn string) (string, error) {
-	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	return secretStage(ctx, sm, arn, "")
+}
+
+// secretStage fetches the version of a secret at stage (AWSCURRENT when
+// empty, AWSPENDING during a rotation).
+func secretStage(ctx context.Context, sm SecretsAPI, arn, stage string) (string, error) {
+	in := &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)}
+	if stage != "" {
+		in.VersionStage = aws.String(stage)
+	}
+	out, err := sm.GetSecretValue(ctx, in)
 	if err != nil {
 		return "", err
 	}

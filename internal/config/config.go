@@ -28,6 +28,9 @@ type Config struct {
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
 
 	S3Endpoint       string // S3_ENDPOINT
+	// SecretsEndpoint (SECRETS_MANAGER_ENDPOINT) points Secrets Manager
+	// calls at a local endpoint (moto) instead of AWS.
+	SecretsEndpoint string
 	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
 
 	// CORSAllowedOrigins (CORS_ALLOWED_ORIGINS, comma-separated) are the
@@ -75,6 +78,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		AdminTokenSecretARN: strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
 		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
 		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
+		SecretsEndpoint:     strings.TrimSpace(getenv("SECRETS_MANAGER_ENDPOINT")),
 	}
 	var errs []error
 	add := func(err error) {
