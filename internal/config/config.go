@@ -28,10 +28,11 @@ type Config struct {
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
 
 	S3Endpoint       string // S3_ENDPOINT
+	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
+
 	// SecretsEndpoint (SECRETS_MANAGER_ENDPOINT) points Secrets Manager
 	// calls at a local endpoint (moto) instead of AWS.
 	SecretsEndpoint string
-	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
 
 	// CORSAllowedOrigins (CORS_ALLOWED_ORIGINS, comma-separated) are the
 	// browser origins the API answers with CORS headers; empty: none.
