@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		auth.DB
 	} = pool
 	if rotated != nil {
-		db = &RotatingPool{Pool: pool, password: rotated}
+		db = &RotatingPool{Pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
 	a.Store = pendinguploads.New(db)
 	a.Store.TTL = cfg.UploadTTL

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -88,13 +89,14 @@ func passwordRefused(err error) bool {
 // store and the authenticator use.
 type RotatingPool struct {
 	*pgxpool.Pool
-	password *dbPassword
+	password       *dbPassword
+	connectTimeout time.Duration
 }
 
 // ready acquires (and releases) a connection, re-reading the password
 // when the server refuses it.
 func (p *RotatingPool) ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.Pool.Config().ConnConfig.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.connectTimeout)
 	defer cancel()
 	for rereads := 0; ; rereads++ {
 		refused := p.password.current()
