@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Client talks to one pendinguploads API with one bearer token. Set the
@@ -42,16 +44,19 @@ type Client struct {
 
 	// learned is the request cap named by the server's last 413.
 	learned atomic.Int64
+	limitsState
 }
 
 // DefaultMaxRequestBytes is the server's default MAX_REQUEST_BYTES.
-const DefaultMaxRequestBytes = 4 << 20
+const DefaultMaxRequestBytes = limits.DefaultRequestBytes
 
-// MaxFileBytes is the server's per-file cap (25 MiB).
-const MaxFileBytes = 25 << 20
+// MaxFileBytes is the server's default per-file cap (MAX_FILE_BYTES's
+// default, 25 MiB); Upload uses the cap the server announces at GET
+// /uploads/limits, and this one only when the server has no such route.
+const MaxFileBytes = limits.DefaultFileBytes
 
 // MaxFilesPerRequest is the most files one upload or presign request takes.
-const MaxFilesPerRequest = 64
+const MaxFilesPerRequest = limits.MaxFiles
 
 // New returns a client of the API at baseURL (scheme and host, and an
 // optional path prefix such as an API Gateway stage) acting with token.

@@ -448,3 +448,38 @@ func TestParseContentDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestFileCapFromLimits: the client holds files to the per-file cap the
+// server announces at GET /uploads/limits (a raised MAX_FILE_BYTES lets a
+// 30 MiB file through), and to the default cap where the route is absent.
+func TestFileCapFromLimits(t *testing.T) {
+	huge := client.UploadFile{Name: "huge", Size: 30 << 20, Open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(randomBytes(30<<20, 9))), nil
+	}}
+	t.Run("Raised", func(t *testing.T) {
+		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_FILE_BYTES": "104857600", "MAX_REQUEST_BYTES": "67108864"}})
+		c := mustClient(t, srv.URL, srv.AdminToken)
+		l, err := c.Limits(ctxT(t))
+		if err != nil || l.PerFileBytes != 104857600 || l.MaxAttachmentsPerMessage != 64 {
+			t.Fatalf("limits: %+v, %v", l, err)
+		}
+		staged, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge})
+		if err != nil || len(staged) != 1 || staged[0].Size != 30<<20 {
+			t.Fatalf("30 MiB under a 100 MiB cap: %+v, %v", staged, err)
+		}
+	})
+	t.Run("NoRoute", func(t *testing.T) {
+		var posts atomic.Int32
+		old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "POST" {
+				posts.Add(1)
+			}
+			http.NotFound(w, r)
+		}))
+		defer old.Close()
+		c := mustClient(t, old.URL, "tok")
+		if _, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge}); !errors.Is(err, client.ErrTooLarge) || posts.Load() != 0 {
+			t.Fatalf("got %v after %d POSTs; want ErrTooLarge before any", err, posts.Load())
+		}
+	})
+}

@@ -80,12 +80,24 @@ type stagedBody struct {
 // server does not offer presign (404), a large file is sent as multipart
 // on its own, which works where the server's cap was raised; if it still
 // does not fit, the error wraps ErrTooLarge. Empty files and files over
-// MaxFileBytes are refused before anything is sent.
+// the server's per-file cap are refused before any upload request: the cap
+// is MaxFileBytes unless a file is larger, and then the one the server
+// announces at GET /uploads/limits (asked once; MaxFileBytes from a server
+// without that route).
 //
 // Each request is atomic on the server, but several requests are not: on
 // an error, the files staged by earlier requests are returned with it.
 // Upload and commit requests are not retried (see RetryPolicy).
 func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
+	// The server's cap is asked for only when a file is over the default
+	// one: smaller files cost no extra request (a lower cap answers 413).
+	fileCap := int64(MaxFileBytes)
+	for _, f := range files {
+		if f.Size > fileCap {
+			fileCap = c.fileCap(ctx)
+			break
+		}
+	}
 	for _, f := range files {
 		if f.Open == nil {
 			return nil, fmt.Errorf("upload %s: no Open", f.Name)
@@ -93,8 +105,8 @@ func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) (
 		if f.Size <= 0 {
 			return nil, fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
 		}
-		if f.Size > MaxFileBytes {
-			return nil, fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(MaxFileBytes))
+		if f.Size > fileCap {
+			return nil, fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(fileCap))
 		}
 	}
 	if len(files) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Config is every setting of DESIGN.md's table.
@@ -42,14 +44,14 @@ type Config struct {
 // Defaults.
 const (
 	DefaultInlineMaxBytes  = 256 << 10
-	DefaultMaxRequestBytes = 4 << 20
-	DefaultMaxFileBytes    = 25 << 20
+	DefaultMaxRequestBytes = limits.DefaultRequestBytes
+	DefaultMaxFileBytes    = limits.DefaultFileBytes
 	DefaultUploadTTL       = 24 * time.Hour
 	DefaultAckRetention    = time.Hour
 
 	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
 	// what the schema's CHECK allows (100 MiB).
-	MaxFileBytesCap = 100 << 20
+	MaxFileBytesCap = limits.MaxFileBytes
 	// maxRowLife bounds UPLOAD_TTL + ACK_RETENTION with a bucket: the
 	// bucket's backstop rule deletes objects/ after 3 days, and a row must
 	// never outlive its object.

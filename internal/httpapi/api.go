@@ -18,12 +18,14 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Caps and limits of API.md. The per-file cap is the store's (FileCap).
 const (
 	MaxFiles               = pendinguploads.MaxBatch
-	DefaultMaxRequestBytes = 4 << 20
+	DefaultMaxRequestBytes = limits.DefaultRequestBytes
 	// PresignPutTTL and PresignGetTTL are how long presigned requests live.
 	PresignPutTTL = 15 * time.Minute
 	PresignGetTTL = 5 * time.Minute

@@ -9,14 +9,16 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Per-file caps. A Store refuses content over its MaxFileBytes (default
 // DefaultMaxFileBytes) before any database work; MaxFileBytesCap is the
 // most that can be set, which the schema's CHECK on size_bytes holds.
 const (
-	DefaultMaxFileBytes = 25 << 20
-	MaxFileBytesCap     = 100 << 20
+	DefaultMaxFileBytes = limits.DefaultFileBytes
+	MaxFileBytesCap     = limits.MaxFileBytes
 )
 
 // MaxFilenameBytes is the longest filename the schema accepts.

@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Defaults for the Store's optional settings.
@@ -17,7 +19,7 @@ const (
 	DefaultSweepBatch     = 1000
 	// MaxBatch bounds one batch (a stage, a presign): the 64 files one
 	// upload request may carry (max_attachments_per_message).
-	MaxBatch = 64
+	MaxBatch = limits.MaxFiles
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in

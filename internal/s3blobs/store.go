@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"io"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 // MaxObjectSize is the largest object a Store reads or presigns an upload
 // for unless MaxSize says otherwise: the default per-file cap of 25 MiB
 // (the app sets MaxSize to MAX_FILE_BYTES).
-const MaxObjectSize int64 = 26214400
+const MaxObjectSize int64 = limits.DefaultFileBytes
 
 var (
 	// ErrNotFound is returned (wrapped) by Get, Size, Copy and Digest

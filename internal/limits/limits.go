@@ -1,0 +1,19 @@
+// Package limits is the one home of the service's caps: the per-file cap
+// (MAX_FILE_BYTES: its default and its ceiling), the files of one request
+// and the default request cap. The configuration, the store, the handlers,
+// GET /uploads/limits and the Go client all read them from here.
+package limits
+
+const (
+	// DefaultFileBytes is MAX_FILE_BYTES's default (25 MiB).
+	DefaultFileBytes = 25 << 20
+	// MaxFileBytes is the most MAX_FILE_BYTES may be (100 MiB): the
+	// platform's own cap, and what the schema's CHECK allows.
+	MaxFileBytes = 100 << 20
+	// MaxFiles is how many files one upload or presign request carries
+	// (max_attachments_per_message).
+	MaxFiles = 64
+	// DefaultRequestBytes is MAX_REQUEST_BYTES's default (4 MiB): what fits
+	// a Lambda request after base64.
+	DefaultRequestBytes = 4 << 20
+)
