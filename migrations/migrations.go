@@ -18,6 +18,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/golang-migrate/migrate/v4"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
@@ -46,8 +47,40 @@ var ErrSharedDatabase = errors.New("migrations: this database is shared with the
 // Up applies every pending migration to the database at databaseURL (a
 // URL or key=value DSN, anything pgx parses). It is safe to call from
 // several processes at once: golang-migrate holds an advisory lock.
+//
+// A migration that fails changes nothing (each file runs as one
+// statement batch, in one transaction) and leaves its version marked
+// dirty: the next Up records the version before it and goes on.
 func Up(ctx context.Context, databaseURL string) error {
-	return run(ctx, databaseURL, func(m *migrate.Migrate) error { return m.Up() })
+	return run(ctx, databaseURL, func(m *migrate.Migrate) error {
+		err := m.Up()
+		var dirty migrate.ErrDirty
+		if errors.As(err, &dirty) {
+			if ferr := forcePrevious(m, dirty.Version); ferr != nil {
+				return fmt.Errorf("%w (clearing it: %w)", err, ferr)
+			}
+			err = m.Up()
+		}
+		return err
+	})
+}
+
+// forcePrevious records the version before v as applied (none before the
+// first).
+func forcePrevious(m *migrate.Migrate, v int) error {
+	src, err := iofs.New(files, ".")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	prev, err := src.Prev(uint(v))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m.Force(-1) // golang-migrate's "no version"
+	}
+	if err != nil {
+		return err
+	}
+	return m.Force(int(prev))
 }
 
 // sharedDown refuses a revert on the platform's database.

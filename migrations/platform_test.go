@@ -128,3 +128,32 @@ func TestAdoptsHistoryOfOlderBuilds(t *testing.T) {
 }
 
 var _ = stdlib.GetDefaultDriver // registers the "pgx" database/sql driver
+
+// TestFailedMigrationLeavesSchema: a migration that fails on the
+// platform's data (a row with both content and an s3_key, which the
+// one-location CHECK refuses) changes nothing of the schema, and the next
+// up, once the data is mended, goes on from where it stopped.
+func TestFailedMigrationLeavesSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MustPlatformEmptyURL(t, false)
+	conn := mustConn(t, dsn)
+	if _, err := conn.Exec(ctx, `ALTER TABLE pending_uploads ADD COLUMN s3_key text;
+		INSERT INTO pending_uploads (workspace_id, content, s3_key, size_bytes, filename)
+		VALUES (gen_random_uuid(), 'x', 'k', 1, 'a')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, dsn); err == nil {
+		t.Fatal("up: got no error, want the CHECK refused")
+	}
+	var notNull bool
+	if err := conn.QueryRow(ctx, `SELECT attnotnull FROM pg_attribute WHERE attrelid = 'pending_uploads'::regclass AND attname = 'content'`).Scan(&notNull); err != nil || !notNull {
+		t.Fatalf("content NOT NULL after the failed migration: %v (%v); want true (rolled back)", notNull, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE pending_uploads SET s3_key = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, dsn); err != nil {
+		t.Fatalf("up after the data is mended: %v", err)
+	}
+	assertVersion(t, dsn, migrations.Latest)
+}
