@@ -71,22 +71,12 @@ func dbEnv(databaseURL string) []string {
 // invocation fails the test.
 func invoke(t testing.TB, rt *lambdatest.Runtime, event []byte) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
-	defer cancel()
-	res, err := rt.Invoke(ctx, event)
-	if err != nil {
-		t.Fatalf("invoke: %v", err)
-	}
-	if res.Err != nil {
-		t.Fatalf("invoke: function error %v", res.Err)
-	}
-	return res.Payload
+	return invokeResult(t, rt, event).Payload
 }
 
-// invokeHTTP invokes an HTTP function and decodes its API Gateway response:
-// a buffered one's JSON, or a streamed one's prelude and body (the body's
-// bytes then in Body as they are).
-func invokeHTTP(t testing.TB, rt *lambdatest.Runtime, event []byte) httpResponse {
+// invokeResult hands event to rt and returns the whole result; a failed
+// invocation fails the test.
+func invokeResult(t testing.TB, rt *lambdatest.Runtime, event []byte) lambdatest.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
 	defer cancel()
@@ -97,6 +87,15 @@ func invokeHTTP(t testing.TB, rt *lambdatest.Runtime, event []byte) httpResponse
 	if res.Err != nil {
 		t.Fatalf("invoke: function error %v", res.Err)
 	}
+	return res
+}
+
+// invokeHTTP invokes an HTTP function and decodes its API Gateway response:
+// a buffered one's JSON, or a streamed one's prelude and body (the body's
+// bytes then in Body as they are).
+func invokeHTTP(t testing.TB, rt *lambdatest.Runtime, event []byte) httpResponse {
+	t.Helper()
+	res := invokeResult(t, rt, event)
 	var resp httpResponse
 	resp.Streamed = res.Streamed
 	if res.Streamed {

@@ -99,18 +99,7 @@ func MustOpen(tb testing.TB) *pgxpool.Pool {
 func MustURL(tb testing.TB) string {
 	tb.Helper()
 	setup(tb)
-	name := fmt.Sprintf("%s_%d", runID, seq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := exec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{templateName}.Sanitize()+" STRATEGY FILE_COPY"); err != nil {
-		tb.Fatalf("pgtest: create database: %v", err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = exec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
-	return withDatabase(adminURL, name)
+	return cloneOf(tb, templateName)
 }
 
 // MustEmptyURL creates a fresh database with no migrations applied, for
