@@ -18,7 +18,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/golang-migrate/migrate/v4"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
@@ -73,12 +72,18 @@ func forcePrevious(m *migrate.Migrate, v int) error {
 		return err
 	}
 	defer src.Close()
-	prev, err := src.Prev(uint(v))
-	if errors.Is(err, fs.ErrNotExist) {
-		return m.Force(-1) // golang-migrate's "no version"
-	}
+	first, err := src.First()
 	if err != nil {
 		return err
+	}
+	if uint(v) == first {
+		return m.Force(-1) // golang-migrate's "no version"
+	}
+	prev, err := src.Prev(uint(v))
+	if err != nil {
+		// A dirty version this build does not have (a newer build's):
+		// never guess where the schema stands.
+		return fmt.Errorf("dirty version %d is not one of this build's migrations; refusing to go on: %w", v, err)
 	}
 	return m.Force(int(prev))
 }

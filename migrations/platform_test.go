@@ -157,3 +157,23 @@ func TestFailedMigrationLeavesSchema(t *testing.T) {
 	}
 	assertVersion(t, dsn, migrations.Latest)
 }
+
+// TestUnknownDirtyVersionRefused: a history left dirty at a version this
+// build does not have (a newer build's failed migration) is not guessed
+// at: up refuses, and the history stays as it was.
+func TestUnknownDirtyVersionRefused(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MustURL(t)
+	conn := mustConn(t, dsn)
+	if _, err := conn.Exec(ctx, `UPDATE `+migrations.HistoryTable+` SET version = 29991231000000, dirty = true`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, dsn); err == nil {
+		t.Fatal("up over a newer build's dirty version: got no error")
+	}
+	var v int64
+	var dirty bool
+	if err := conn.QueryRow(ctx, `SELECT version, dirty FROM `+migrations.HistoryTable).Scan(&v, &dirty); err != nil || v != 29991231000000 || !dirty {
+		t.Fatalf("history after the refusal: %d dirty=%v (%v), want it unchanged", v, dirty, err)
+	}
+}

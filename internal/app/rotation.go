@@ -154,6 +154,13 @@ func (p *RotatingPool) Begin(ctx context.Context) (pgx.Tx, error) {
 	return p.Pool.Begin(ctx)
 }
 
+func (p *RotatingPool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	if err := p.ready(ctx); err != nil {
+		return nil, err
+	}
+	return p.Pool.BeginTx(ctx, opts)
+}
+
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }

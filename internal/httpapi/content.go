@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -103,6 +104,12 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer body.Close()
+	// While the bytes flow, a read from Postgres or S3 that makes no
+	// progress for StreamIdleTimeout ends the stream (a dependency frozen
+	// mid-stream): the answer is aborted, and the connection freed.
+	idle := time.AfterFunc(StreamIdleTimeout, scancel)
+	defer idle.Stop()
+	body = &idleReader{ReadCloser: body, timer: idle}
 
 	h := w.Header()
 	h.Set("Content-Type", ctype)
@@ -127,6 +134,23 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	a.fetched(rec, "body", n)
+}
+
+// StreamIdleTimeout bounds one read of a streamed file's bytes from
+// Postgres or S3 (not the whole transfer, which goes at the client's pace).
+const StreamIdleTimeout = 15 * time.Second
+
+// idleReader arms timer for the length of each Read.
+type idleReader struct {
+	io.ReadCloser
+	timer *time.Timer
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.timer.Reset(StreamIdleTimeout)
+	n, err := r.ReadCloser.Read(p)
+	r.timer.Stop()
+	return n, err
 }
 
 // contentQuery reads content's query string: empty, or redirect=1. Any
