@@ -89,7 +89,7 @@ func RevokeToken(ctx context.Context, db DB, workspaceID uuid.UUID, which string
 	tag, err := db.Exec(ctx, `
 		UPDATE workspace_auth_tokens SET revoked_at = now()
 		WHERE workspace_id = $2 AND revoked_at IS NULL
-		  AND (id::text = $1 OR prefix = $1 OR token_hash = $3)`, which, workspaceID, HashToken(which))
+		  AND (id::text = lower($1) OR prefix = $1 OR token_hash = $3)`, which, workspaceID, HashToken(which))
 	if err != nil {
 		return 0, fmt.Errorf("revoke token: %w", err)
 	}

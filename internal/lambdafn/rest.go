@@ -152,8 +152,18 @@ func Stream(h http.Handler) func(context.Context, events.APIGatewayProxyRequest)
 					if v != http.ErrAbortHandler {
 						slog.Error("handler panicked", "panic", fmt.Sprint(v))
 					}
-					w.start()
-					pw.CloseWithError(fmt.Errorf("answer aborted: %v", v))
+					select {
+					case <-w.started:
+						// The status went out: end the body with an error.
+						pw.CloseWithError(fmt.Errorf("answer aborted: %v", v))
+					default:
+						// Nothing went out yet: a plain 500, never a 200.
+						w.header = http.Header{"Content-Type": {"application/json"}}
+						w.status = http.StatusInternalServerError
+						w.start()
+						_, _ = pw.Write([]byte(`{"error":"storage error"}` + "\n"))
+						pw.Close()
+					}
 					return
 				}
 				w.start()
