@@ -48,8 +48,7 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	dbURL := pgtest.MustURL(t)
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
-	store := pendinguploads.New(openPool(t, dbURL))
-	store.Blobs = s3blobs.NewFromClient(s3c, bucket)
+	store := pendinguploads.New(openPool(t, dbURL), s3blobs.NewFromClient(s3c, bucket))
 	store.InlineMaxBytes = 5 << 20
 	ws := uuid.MustParse(workspacePlaceholder)
 	ctx := context.Background()
@@ -63,12 +62,13 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	}
 	ids := make([]string, len(files))
 	for i, f := range files {
-		rec, err := store.Put(ctx, ws, f.data, f.name, "application/octet-stream")
+		recs, err := store.Stage(ctx, ws, []pendinguploads.File{{Content: f.data, Filename: f.name, Mimetype: "application/octet-stream"}})
 		if err != nil {
 			t.Fatalf("stage %s: %v", f.name, err)
 		}
-		if (rec.S3Key != "") != f.bucket {
-			t.Fatalf("stage %s: S3 key %q, want held in the bucket: %v", f.name, rec.S3Key, f.bucket)
+		rec := recs[0]
+		if rec.InBucket() != f.bucket {
+			t.Fatalf("stage %s: in the bucket %v, want %v", f.name, rec.InBucket(), f.bucket)
 		}
 		ids[i] = rec.FileID.String()
 	}
@@ -199,13 +199,14 @@ func TestContentAbortsCutStream(t *testing.T) {
 	dbURL := pgtest.MustURL(t)
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
-	store := pendinguploads.New(openPool(t, dbURL))
-	store.Blobs = s3blobs.NewFromClient(s3c, bucket)
+	store := pendinguploads.New(openPool(t, dbURL), s3blobs.NewFromClient(s3c, bucket))
 	data := randomFile(8 << 20)
-	rec, err := store.Put(context.Background(), uuid.MustParse(workspacePlaceholder), data, "cut.bin", "application/octet-stream")
-	if err != nil || rec.S3Key == "" {
-		t.Fatalf("stage: %v (key %q)", err, rec.S3Key)
+	recs, err := store.Stage(context.Background(), uuid.MustParse(workspacePlaceholder),
+		[]pendinguploads.File{{Content: data, Filename: "cut.bin", Mimetype: "application/octet-stream"}})
+	if err != nil || !recs[0].InBucket() {
+		t.Fatalf("stage: %v (in the bucket: %v)", err, err == nil && recs[0].InBucket())
 	}
+	rec := recs[0]
 
 	target, _ := url.Parse(ep.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)

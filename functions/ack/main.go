@@ -5,10 +5,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 )
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
-	lambda.Start(lambdafn.HTTP(a.API.Handler("ack")))
+	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.AckRoute)))
 }

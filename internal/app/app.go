@@ -33,7 +33,7 @@ type App struct {
 	DatabaseURL string
 	Pool        *pgxpool.Pool
 	Store       *pendinguploads.Store
-	Blobs       *s3blobs.Store // nil without CONTENT_BUCKET
+	Bucket      *s3blobs.Store // nil without CONTENT_BUCKET
 	API         *httpapi.API   // nil when no admin token is configured (sweep, migrate)
 	Logger      *slog.Logger
 	Metrics     *metrics.Emitter
@@ -126,20 +126,21 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if rotated != nil {
 		db = &RotatingPool{Pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
-	a.Store = pendinguploads.New(db)
-	a.Store.TTL = cfg.UploadTTL
-	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
-	a.Store.MaxFileBytes = cfg.MaxFileBytes
-
+	var bucket pendinguploads.Bucket
 	if cfg.ContentBucket != "" {
 		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle, log)
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
-		b.MaxSize = a.Store.FileCap()
-		a.Blobs = b
-		a.Store.Blobs = b
+		a.Bucket, bucket = b, b
+	}
+	a.Store = pendinguploads.New(db, bucket)
+	a.Store.TTL = cfg.UploadTTL
+	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
+	a.Store.MaxFileBytes = cfg.MaxFileBytes
+	if a.Bucket != nil {
+		a.Bucket.MaxSize = a.Store.FileCap()
 	}
 
 	if adminToken != "" {
@@ -154,9 +155,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		api.Logger = log
 		api.Metrics = a.Metrics
 		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
-		if a.Blobs != nil {
-			api.Presigner = a.Blobs
-		}
 		a.API = api
 	}
 	return a, nil

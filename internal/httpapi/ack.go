@@ -8,19 +8,18 @@ import (
 )
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
-func (a *API) ack(w http.ResponseWriter, r *http.Request) {
-	ws, p, ok := a.guard(w, r)
-	if !ok {
-		return
+func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
+	ws, err := a.guard(r)
+	if err != nil {
+		return err
 	}
-	id, ok := fileID(w, r)
-	if !ok {
-		return
+	id, err := fileID(r)
+	if err != nil {
+		return err
 	}
 	res, err := a.store.Ack(r.Context(), ws, id)
 	if err != nil {
-		a.fileFailure(w, r, "ack", ws, id, p, err)
-		return
+		return err
 	}
 	switch res {
 	case pendinguploads.Acked:
@@ -34,4 +33,5 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) {
 		a.logger().Info("acked again", "workspace_id", ws, "file_id", id)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
 	}
+	return nil
 }

@@ -6,7 +6,7 @@ package httpapi
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path"
@@ -26,9 +26,6 @@ import (
 const (
 	MaxFiles               = pendinguploads.MaxBatch
 	DefaultMaxRequestBytes = limits.DefaultRequestBytes
-	// PresignPutTTL and PresignGetTTL are how long presigned requests live.
-	PresignPutTTL = 15 * time.Minute
-	PresignGetTTL = 5 * time.Minute
 	// RequestDeadline bounds every request's calls to its dependencies
 	// (Postgres, S3): API.md wants a 503 within 15 s of the request when
 	// one is down or frozen, on Lambda and on the dev server alike. The
@@ -39,16 +36,6 @@ const (
 	RequestDeadline = 10 * time.Second
 )
 
-// Presigner signs requests that let a client talk to the bucket directly.
-type Presigner interface {
-	// PresignPut signs a PUT of exactly size bytes of mimetype to key and
-	// returns the URL and the headers the client must send.
-	PresignPut(ctx context.Context, key string, size int64, mimetype string, ttl time.Duration) (string, map[string]string, error)
-	// PresignGet signs a GET of key whose response carries the given
-	// Content-Disposition and Content-Type.
-	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)
-}
-
 // API is the HTTP API. Set optional fields before serving; it is then
 // safe for concurrent use.
 type API struct {
@@ -57,17 +44,10 @@ type API struct {
 
 	// MaxRequestBytes caps an upload's body (default DefaultMaxRequestBytes).
 	MaxRequestBytes int64
-	// Presigner, when set, enables presigned uploads and redirects. Set it
-	// exactly when the Store has Blobs.
-	Presigner Presigner
 	// Logger receives one JSON line per state change (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics receives EMF counters (nil: none).
 	Metrics *metrics.Emitter
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// NewID makes upload IDs for presign (default uuid.New).
-	NewID func() uuid.UUID
 	// CORSAllowedOrigins are the browser origins answered with CORS
 	// headers (cors.go); empty: none.
 	CORSAllowedOrigins []string
@@ -78,36 +58,29 @@ func New(store *pendinguploads.Store, authn *auth.Authenticator) *API {
 	return &API{store: store, authn: authn}
 }
 
-// Handler returns the handler of one function of Routes, behind front
-// with only that function's routes (and their CORS preflight OPTIONS):
-// anything else is a JSON 404 or 405.
-// It panics on an unknown name (a wiring bug, caught at start).
-func (a *API) Handler(function string) http.Handler {
+// Handler returns the handler of routes (a function's), each with its
+// CORS preflight OPTIONS, behind front: anything else is a JSON 404 or
+// 405.
+func (a *API) Handler(routes ...Route) http.Handler {
 	mux := http.NewServeMux()
-	var routes []Route
-	for _, rt := range Routes {
-		if rt.Function == function {
-			mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt))
-			mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
-			routes = append(routes, rt)
-		}
-	}
-	if len(routes) == 0 {
-		panic("httpapi: no route for function " + function)
+	for _, rt := range routes {
+		mux.Handle(rt.Method+" "+rt.Path, a.serve(rt))
+		mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
 	}
 	mux.HandleFunc("/", a.notFound)
 	return a.withCORS(a.front(mux, routes))
 }
 
 // Mux returns every route behind front, for the dev server and tests.
-func (a *API) Mux() http.Handler {
-	mux := http.NewServeMux()
-	for _, rt := range Routes {
-		mux.Handle(rt.Method+" "+rt.Path, a.handlerFunc(rt))
-		mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
+func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
+
+// serve runs rt's handler and answers the error it returns.
+func (a *API) serve(rt Route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := rt.handle(a, w, r); err != nil {
+			a.fail(w, r, err)
+		}
 	}
-	mux.HandleFunc("/", a.notFound)
-	return a.withCORS(a.front(mux, Routes))
 }
 
 // front routes a request to mux only when its method and path are those
@@ -122,7 +95,8 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), RequestDeadline)
 		defer cancel()
-		r = r.WithContext(context.WithValue(ctx, undeadlinedKey{}, r.Context()))
+		ctx = context.WithValue(ctx, undeadlinedKey{}, r.Context())
+		r = r.WithContext(context.WithValue(ctx, stateKey{}, &requestState{}))
 		var allow []string
 		if p := r.URL.Path; p != "" && path.Clean(p) == p {
 			for _, rt := range routes {
@@ -139,7 +113,7 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+			a.fail(w, r, errMethod)
 			return
 		}
 		a.notFound(w, r)
@@ -177,31 +151,14 @@ func matchPath(pattern, p string) bool {
 	return true
 }
 
-func (a *API) handlerFunc(rt Route) http.HandlerFunc {
-	if rt.Path == LimitsPath {
-		return a.limits
-	}
-	switch rt.Function {
-	case "upload":
-		return a.upload
-	case "presign":
-		return a.presign
-	case "list":
-		return a.list
-	case "content":
-		return a.content
-	case "ack":
-		return a.ack
-	}
-	panic("httpapi: no handler for function " + rt.Function)
-}
-
 // notFound answers a request no route takes: 404, after authentication,
 // which comes before anything else on every request.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.authenticate(w, r); ok {
-		writeError(w, http.StatusNotFound, "not found")
+	err := a.authenticate(r)
+	if err == nil {
+		err = errNotFound
 	}
+	a.fail(w, r, err)
 }
 
 func (a *API) logger() *slog.Logger {
@@ -209,13 +166,6 @@ func (a *API) logger() *slog.Logger {
 		return a.Logger
 	}
 	return slog.Default()
-}
-
-func (a *API) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 func (a *API) maxRequest() int64 {
@@ -226,66 +176,58 @@ func (a *API) maxRequest() int64 {
 }
 
 // guard authenticates the request, then parses the workspace ID, then
-// checks the token may act on it, answering the request itself when not.
-// Authentication comes first: an unauthenticated caller learns nothing,
-// not even whether its path parses.
-func (a *API) guard(w http.ResponseWriter, r *http.Request) (uuid.UUID, auth.Principal, bool) {
-	p, ok := a.authenticate(w, r)
-	if !ok {
-		return uuid.Nil, p, false
+// checks the token may act on it. Authentication comes first: an
+// unauthenticated caller learns nothing, not even whether its path
+// parses.
+func (a *API) guard(r *http.Request) (uuid.UUID, error) {
+	if err := a.authenticate(r); err != nil {
+		return uuid.Nil, err
 	}
 	ws, err := uuid.Parse(r.PathValue("workspaceId"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid workspace ID")
-		return uuid.Nil, p, false
+		return uuid.Nil, errBadWorkspaceID
 	}
-	if !p.Allows(ws) {
-		a.refuse(r, "token of another workspace", ws, "token_prefix", p.TokenPrefix)
-		writeError(w, http.StatusUnauthorized, "invalid workspace auth token")
-		return uuid.Nil, p, false
+	if p, _ := principalOf(r); !p.Allows(ws) {
+		return uuid.Nil, fmt.Errorf("token of another workspace: %w", errInvalidToken)
 	}
-	return ws, p, true
+	return ws, nil
 }
 
-// authenticate identifies the bearer, answering the request itself when
-// it cannot.
-func (a *API) authenticate(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+// authenticate identifies the bearer, and notes who it is on the request
+// (for the log lines of its answer).
+func (a *API) authenticate(r *http.Request) error {
 	p, err := a.authn.Authenticate(r.Context(), r)
-	switch {
-	case errors.Is(err, auth.ErrMissing):
-		a.refuse(r, "missing bearer", uuid.Nil)
-		writeError(w, http.StatusUnauthorized, "missing workspace auth token")
-		return p, false
-	case errors.Is(err, auth.ErrInvalid):
-		a.refuse(r, "invalid token", uuid.Nil)
-		writeError(w, http.StatusUnauthorized, "invalid workspace auth token")
-		return p, false
-	case errors.Is(err, auth.ErrUnavailable):
-		a.logger().Error("token store unavailable", "err", err, "path", r.URL.Path)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "datastore unavailable, retry shortly", "code": "unavailable"})
-		return p, false
-	case err != nil:
-		a.logger().Error("authenticate", "err", err, "path", r.URL.Path)
-		writeError(w, http.StatusInternalServerError, "storage error")
-		return p, false
+	if err != nil {
+		return err
 	}
-	return p, true
+	if st, ok := r.Context().Value(stateKey{}).(*requestState); ok {
+		st.principal, st.authenticated = p, true
+	}
+	return nil
 }
 
-func (a *API) refuse(r *http.Request, why string, ws uuid.UUID, attrs ...any) {
-	args := append([]any{"reason", why, "method", r.Method, "path", r.URL.Path}, attrs...)
-	if ws != uuid.Nil {
-		args = append(args, "workspace_id", ws)
-	}
-	a.logger().Warn("refused", args...)
+// requestState is what front keeps for one request: who it acts as, once
+// authenticated.
+type requestState struct {
+	principal     auth.Principal
+	authenticated bool
 }
 
-// fileID parses the {fileId} path value, answering 400 itself when bad.
-func fileID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+type stateKey struct{}
+
+func principalOf(r *http.Request) (auth.Principal, bool) {
+	st, ok := r.Context().Value(stateKey{}).(*requestState)
+	if !ok || !st.authenticated {
+		return auth.Principal{}, false
+	}
+	return st.principal, true
+}
+
+// fileID parses the {fileId} path value.
+func fileID(r *http.Request) (uuid.UUID, error) {
 	id, err := uuid.Parse(r.PathValue("fileId"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid file_id")
-		return uuid.Nil, false
+		return uuid.Nil, errBadFileID
 	}
-	return id, true
+	return id, nil
 }

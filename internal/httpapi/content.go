@@ -16,39 +16,32 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
 
-// msgExpired is content's answer for a file that is absent, expired or
-// swept (ack has its own, msgGone).
-const msgExpired = "pending upload not found or expired"
-
 // content is GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content.
 // Every file is answered 200 with its bytes, streamed a chunk at a time;
 // one Range gives 206; ?redirect=1 sends a bucket-held file's clients to
 // S3. The status line is written only once the bytes are known to be
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
-func (a *API) content(w http.ResponseWriter, r *http.Request) {
-	ws, p, ok := a.guard(w, r)
-	if !ok {
-		return
+func (a *API) content(w http.ResponseWriter, r *http.Request) error {
+	ws, err := a.guard(r)
+	if err != nil {
+		return err
 	}
-	id, ok := fileID(w, r)
-	if !ok {
-		return
+	id, err := fileID(r)
+	if err != nil {
+		return err
 	}
 	redirect, err := contentQuery(r.URL.RawQuery)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
 	ctx := r.Context()
 	rec, err := a.store.Fetch(ctx, ws, id)
 	if errors.Is(err, pendinguploads.ErrNotFound) {
-		writeError(w, http.StatusNotFound, msgExpired)
-		return
+		return errExpired
 	}
 	if err != nil {
-		a.fileFailure(w, r, "content", ws, id, p, err)
-		return
+		return err
 	}
 	ctype := rec.Mimetype
 	if ctype == "" {
@@ -56,26 +49,26 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	}
 	disposition := sanitize.ContentDisposition(rec.Filename)
 
-	if redirect && rec.S3Key != "" && a.Presigner != nil {
-		url, err := a.Presigner.PresignGet(ctx, rec.S3Key, disposition, ctype, PresignGetTTL)
+	if redirect {
+		url, ok, err := a.store.SignGet(ctx, rec, disposition, ctype)
 		if err != nil {
-			a.storageFailure(w, r, "presign get", err, "workspace_id", ws, "file_id", id)
-			return
+			return err
 		}
-		a.fetched(rec, "redirect", rec.SizeBytes)
-		h := w.Header()
-		h.Set("Location", url)
-		h.Set("Cache-Control", "private, no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusTemporaryRedirect)
-		return
+		if ok {
+			a.fetched(rec, "redirect", rec.SizeBytes)
+			h := w.Header()
+			h.Set("Location", url)
+			h.Set("Cache-Control", "private, no-store")
+			h.Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return nil
+		}
 	}
 
 	off, n, status := byteRange(r.Header.Get("Range"), rec.SizeBytes)
 	if status == http.StatusRequestedRangeNotSatisfiable {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
-		writeError(w, status, "range not satisfiable")
-		return
+		return errBadRange
 	}
 	// Opening the bytes is a dependency call, bound by the request's
 	// deadline like any other; sending them is not (100 MiB at a client's
@@ -96,12 +89,10 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 	}
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		// Swept between the look-up and the read: nothing was answered yet.
-		writeError(w, http.StatusNotFound, msgExpired)
-		return
+		return errExpired
 	}
 	if err != nil {
-		a.storageFailure(w, r, "open", err, "workspace_id", ws, "file_id", id)
-		return
+		return fmt.Errorf("open: %w", err)
 	}
 	defer body.Close()
 	// While the bytes flow, a read from Postgres or S3 that makes no
@@ -134,6 +125,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	a.fetched(rec, "body", n)
+	return nil
 }
 
 // StreamIdleTimeout bounds one read of a streamed file's bytes from
@@ -154,19 +146,18 @@ func (r *idleReader) Read(p []byte) (int, error) {
 }
 
 // contentQuery reads content's query string: empty, or redirect=1. Any
-// other parameter or value, or a query that does not parse, is an error
-// whose text is the answer.
+// other parameter or value, or a query that does not parse, is 400.
 func contentQuery(raw string) (redirect bool, err error) {
 	if raw == "" {
 		return false, nil
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return false, errors.New("invalid query string")
+		return false, errBadQuery
 	}
 	for k, v := range q {
 		if k != "redirect" || len(v) != 1 || v[0] != "1" {
-			return false, errors.New("invalid query parameter (only redirect=1)")
+			return false, errBadContentParam
 		}
 	}
 	return true, nil

@@ -108,7 +108,7 @@ func TestContent(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				ws := uuid.New()
-				rec, err := srv.Store.Put(context.Background(), ws, []byte("x"), tt.raw, "text/plain")
+				rec, err := stageOne(srv, ws, []byte("x"), tt.raw, "text/plain")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -88,7 +88,7 @@ func TestCORSPreflight(t *testing.T) {
 	perFunction := map[string]string{}
 	for _, rt := range httpapi.Routes {
 		if _, ok := perFunction[rt.Function]; !ok {
-			hs := httptest.NewServer(srv.App.API.Handler(rt.Function))
+			hs := httptest.NewServer(functionHandler(srv, rt.Function))
 			t.Cleanup(hs.Close)
 			perFunction[rt.Function] = hs.URL
 		}

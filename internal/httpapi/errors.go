@@ -3,64 +3,169 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"github.com/pendinguploads/pendinguploads/internal/auth"
-
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-// Messages of API.md that more than one handler answers.
-const (
-	msgGone     = "pending upload not found, expired, or already acked"
-	msgNotYours = "pending upload not found"
+// Error is an answer of API.md other than a success: its status, and the
+// JSON body {"error": Message} with Fields beside it. Handlers return one
+// (or an error that wraps one, whose text says why, for the log), or any
+// other error, which the table below turns into one; fail answers it.
+type Error struct {
+	Status  int
+	Message string
+	Fields  map[string]any
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// The answers of API.md that name no file or value.
+var (
+	errMissingToken     = &Error{Status: http.StatusUnauthorized, Message: "missing workspace auth token"}
+	errInvalidToken     = &Error{Status: http.StatusUnauthorized, Message: "invalid workspace auth token"}
+	errTokenStoreDown   = &Error{Status: http.StatusServiceUnavailable, Message: "datastore unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
+	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Message: "storage unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
+	errInternal         = &Error{Status: http.StatusInternalServerError, Message: "storage error"}
+	errNotFound         = &Error{Status: http.StatusNotFound, Message: "not found"}
+	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Message: "method not allowed"}
+	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Message: "invalid workspace ID"}
+	errBadFileID        = &Error{Status: http.StatusBadRequest, Message: "invalid file_id"}
+	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Message: "workspace not found"}
+	// A file that is gone: ack's words, and content's.
+	errGone    = &Error{Status: http.StatusNotFound, Message: "pending upload not found, expired, or already acked"}
+	errExpired = &Error{Status: http.StatusNotFound, Message: "pending upload not found or expired"}
+	// Another workspace's file: 404 as well, never 403.
+	errNotYours = &Error{Status: http.StatusNotFound, Message: "pending upload not found"}
+
+	errBadQuery        = &Error{Status: http.StatusBadRequest, Message: "invalid query string"}
+	errUnknownParam    = &Error{Status: http.StatusBadRequest, Message: "unknown query parameter"}
+	errBadLimit        = &Error{Status: http.StatusBadRequest, Message: "invalid limit (want 1 to 100)"}
+	errBadCursor       = &Error{Status: http.StatusBadRequest, Message: "invalid cursor"}
+	errBadContentParam = &Error{Status: http.StatusBadRequest, Message: "invalid query parameter (only redirect=1)"}
+	errBadRange        = &Error{Status: http.StatusRequestedRangeNotSatisfiable, Message: "range not satisfiable"}
+
+	errMalformedMultipart = &Error{Status: http.StatusBadRequest, Message: "malformed multipart body"}
+	errMalformedJSON      = &Error{Status: http.StatusBadRequest, Message: "malformed JSON body"}
+	errNoFiles            = &Error{Status: http.StatusBadRequest, Message: "no files field in request"}
+	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("too many files (limit %d)", MaxFiles)}
+	errBadUploadID        = &Error{Status: http.StatusBadRequest, Message: "invalid upload_id"}
+	// Presigned uploads without a bucket: the presign route is not there
+	// (404); a commit is a request this service cannot take (400).
+	errPresignOff       = &Error{Status: http.StatusNotFound, Message: msgPresignOff}
+	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Message: msgPresignOff}
 )
 
-// storageFailure answers a storage error, the one table from error to
-// status: a workspace the database does not know is 404; a dependency
-// down or too slow is 503 and worth a retry; anything else is a bug, 500,
-// and its text goes only to the log.
-func (a *API) storageFailure(w http.ResponseWriter, r *http.Request, op string, err error, attrs ...any) {
-	args := append([]any{"op", op, "err", err, "method", r.Method, "path", r.URL.Path}, attrs...)
-	if errors.Is(err, pendinguploads.ErrUnknownWorkspace) {
-		a.logger().Warn("refused", append([]any{"reason", "unknown workspace"}, args...)...)
-		writeError(w, http.StatusNotFound, "workspace not found")
-		return
+const msgPresignOff = "presigned uploads are not enabled"
+
+// The answers that name what they refuse.
+
+func errBodyTooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
+}
+
+func errFileTooLarge(name string, size, limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Message: "file exceeds per-file cap",
+		Fields: map[string]any{"filename": name, "size": size, "max": limit}}
+}
+
+func errEmptyFile(name string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: "empty file", Fields: map[string]any{"filename": name}}
+}
+
+func errDuplicateUploadID(id string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: "duplicate upload_id", Fields: map[string]any{"upload_id": id}}
+}
+
+func errNotReceived(id string) *Error {
+	return &Error{Status: http.StatusConflict, Message: "upload not received", Fields: map[string]any{"upload_id": id}}
+}
+
+// answers is the table from the errors of the layers below to API.md's
+// answers: the first whose error err wraps is the answer.
+var answers = []struct {
+	err    error
+	answer *Error
+}{
+	{auth.ErrMissing, errMissingToken},
+	{auth.ErrInvalid, errInvalidToken},
+	{auth.ErrUnavailable, errTokenStoreDown},
+	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
+	{pendinguploads.ErrWrongWorkspace, errNotYours},
+	{pendinguploads.ErrNotFound, errGone},
+}
+
+// answerFor is the answer to err: the *Error it wraps; else the table's;
+// a body over its cap is 413; a commit's refusal 409; a dependency down
+// or too slow 503 (worth a retry); anything else is a bug, 500, whose
+// text goes only to the log.
+func (a *API) answerFor(err error) *Error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e
+	}
+	for _, t := range answers {
+		if errors.Is(err, t.err) {
+			return t.answer
+		}
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return errBodyTooLarge(a.maxRequest())
+	}
+	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); ok {
+		return errNotReceived(nr.UploadID.String())
 	}
 	if pendinguploads.IsUnavailable(err) {
-		a.logger().Error("storage unavailable", args...)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "storage unavailable, retry shortly", "code": "unavailable"})
-		return
+		return errStorageDown
 	}
-	a.logger().Error("storage error", args...)
-	writeError(w, http.StatusInternalServerError, "storage error")
+	return errInternal
 }
 
-// fileFailure answers the failure of a call that names a file: gone
-// (absent, expired, acked) is 404; another workspace's file is 404 too,
-// never 403, and the attempt is logged; anything else is storageFailure.
-func (a *API) fileFailure(w http.ResponseWriter, r *http.Request, op string, ws, id uuid.UUID, p auth.Principal, err error) {
+// fail answers err and logs it: a server-side failure as an error with
+// its cause; a refusal of the caller's token or of another workspace's
+// file as a warning; any other refusal at info. The line names the
+// request's workspace and file, and the token's safe prefix, never the
+// token.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := a.answerFor(err)
+	args := []any{"status", e.Status, "error", e.Message, "method", r.Method, "path", r.URL.Path}
+	if err != error(e) {
+		args = append(args, "reason", err.Error())
+	}
+	for _, k := range []string{"filename", "size", "max", "upload_id"} {
+		if v, ok := e.Fields[k]; ok {
+			args = append(args, k, v)
+		}
+	}
+	if v := r.PathValue("workspaceId"); v != "" {
+		args = append(args, "workspace_id", v)
+	}
+	if v := r.PathValue("fileId"); v != "" {
+		args = append(args, "file_id", v)
+	}
+	if p, ok := principalOf(r); ok {
+		args = append(args, "token_prefix", p.TokenPrefix)
+	}
 	switch {
-	case errors.Is(err, pendinguploads.ErrNotFound):
-		writeError(w, http.StatusNotFound, msgGone)
-	case errors.Is(err, pendinguploads.ErrWrongWorkspace):
-		a.logger().Warn("refused", "reason", "file of another workspace", "op", op,
-			"workspace_id", ws, "file_id", id, "token_prefix", p.TokenPrefix)
-		writeError(w, http.StatusNotFound, msgNotYours)
+	case e.Status >= 500:
+		a.logger().Error("request failed", args...)
+	case e.Status == http.StatusUnauthorized || e == errNotYours:
+		a.logger().Warn("refused", args...)
 	default:
-		a.storageFailure(w, r, op, err, "workspace_id", ws, "file_id", id)
+		a.logger().Info("refused", args...)
 	}
+	body := map[string]any{"error": e.Message}
+	for k, v := range e.Fields {
+		body[k] = v
+	}
+	writeJSON(w, e.Status, body)
 }
 
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"error": msg})
-}
-
-// writeJSON answers v as JSON. Encoding a map or struct of plain values
-// cannot fail; if the client is gone, there is no one to tell.
+// writeJSON answers v as JSON, not to be cached. Encoding a map or
+// struct of plain values cannot fail; if the client is gone, there is no
+// one to tell.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSONCached(w, status, v)

@@ -23,6 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/httpapi"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // Messages of API.md.
@@ -372,4 +374,25 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// stageOne stages one file as the upload handler does.
+func stageOne(srv *apptest.Server, ws uuid.UUID, data []byte, name, mimetype string) (pendinguploads.Record, error) {
+	recs, err := srv.Store.Stage(context.Background(), ws, []pendinguploads.File{{Content: data, Filename: name, Mimetype: mimetype}})
+	if err != nil {
+		return pendinguploads.Record{}, err
+	}
+	return recs[0], nil
+}
+
+// functionHandler is the handler of one Lambda function: the routes of
+// the table that name it, as its main serves them.
+func functionHandler(srv *apptest.Server, function string) http.Handler {
+	var routes []httpapi.Route
+	for _, rt := range httpapi.Routes {
+		if rt.Function == function {
+			routes = append(routes, rt)
+		}
+	}
+	return srv.App.API.Handler(routes...)
 }

@@ -58,12 +58,12 @@ func TestHTTPXRuntimeGetsTheBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := randomBytes(tc.size)
-			rec, err := srv.Store.Put(ctx, ws, data, "runtime.bin", "application/octet-stream")
+			rec, err := stageOne(srv, ws, data, "runtime.bin", "application/octet-stream")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (rec.S3Key != "") != tc.bucket {
-				t.Fatalf("staged with S3 key %q, want held in the bucket: %v", rec.S3Key, tc.bucket)
+			if rec.InBucket() != tc.bucket {
+				t.Fatalf("staged in the bucket: %v, want %v", rec.InBucket(), tc.bucket)
 			}
 			if tc.acked {
 				if _, err := srv.Store.Ack(ctx, ws, rec.FileID); err != nil {

@@ -19,12 +19,13 @@ func (a *API) Limits() Limits {
 		PerFileBytes:             a.store.FileCap(),
 		PerRequestBytes:          a.maxRequest(),
 		MaxAttachmentsPerMessage: MaxFiles,
-		Presign:                  a.Presigner != nil,
+		Presign:                  a.store.Presigns(),
 	}
 }
 
 // limits is GET /uploads/limits: public (no token), cacheable 5 minutes.
-func (a *API) limits(w http.ResponseWriter, r *http.Request) {
+func (a *API) limits(w http.ResponseWriter, _ *http.Request) error {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSONCached(w, http.StatusOK, a.Limits())
+	return nil
 }

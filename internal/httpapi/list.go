@@ -29,10 +29,10 @@ type listBody struct {
 }
 
 // list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
-func (a *API) list(w http.ResponseWriter, r *http.Request) {
-	ws, _, ok := a.guard(w, r)
-	if !ok {
-		return
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+	ws, err := a.guard(r)
+	if err != nil {
+		return err
 	}
 	// A query string is part of the contract: url.Query would drop a pair
 	// that does not parse (a ';', a bad escape) and answer as if it were
@@ -42,21 +42,18 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	// giving 50 rows is the same trap). The parameter's name is not echoed.
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid query string")
-		return
+		return errBadQuery
 	}
 	for k := range q {
 		if k != "limit" && k != "after" {
-			writeError(w, http.StatusBadRequest, "unknown query parameter")
-			return
+			return errUnknownParam
 		}
 	}
 	limit := pendinguploads.DefaultListLimit
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || len(v) > 1 || n < 1 || n > pendinguploads.MaxListLimit {
-			writeError(w, http.StatusBadRequest, "invalid limit (want 1 to 100)")
-			return
+			return errBadLimit
 		}
 		limit = n
 	}
@@ -64,19 +61,16 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if v, ok := q["after"]; ok {
 		c, err := pendinguploads.DecodeCursor(v[0])
 		if err != nil || len(v) > 1 {
-			writeError(w, http.StatusBadRequest, "invalid cursor")
-			return
+			return errBadCursor
 		}
 		after = &c
 	}
 	recs, next, err := a.store.List(r.Context(), ws, limit, after)
 	if errors.Is(err, pendinguploads.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "invalid cursor")
-		return
+		return errBadCursor
 	}
 	if err != nil {
-		a.storageFailure(w, r, "list", err, "workspace_id", ws)
-		return
+		return err
 	}
 	body := listBody{Uploads: make([]listedFile, len(recs))}
 	for i, rec := range recs {
@@ -90,6 +84,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		body.NextCursor = next.Encode()
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }
 
 func utc(t *time.Time) *time.Time {

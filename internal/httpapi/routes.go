@@ -1,29 +1,31 @@
 package httpapi
 
+import "net/http"
+
 // Route is one entry of the HTTP contract: the method, the path pattern
-// (net/http ServeMux syntax, which is also API Gateway's {param} syntax) and
-// the name of the Lambda function (its directory under functions/) that
-// serves it.
+// (net/http ServeMux syntax, which is also API Gateway's {param} syntax),
+// the Lambda function that serves it (its directory under functions/),
+// and its handler.
 type Route struct {
 	Method   string
 	Path     string
 	Function string
+	handle   func(*API, http.ResponseWriter, *http.Request) error
 }
 
-// Routes is the whole HTTP API, in the order of API.md. The dev server
-// mounts every entry; each Lambda serves its function's entries (one, but
-// list also serves the public GET /uploads/limits), each with its CORS
-// preflight OPTIONS; tests hold template.yaml and openapi.yaml to this
-// table.
-var Routes = []Route{
-	{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload"},
-	{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign"},
-	{"GET", "/workspaces/{workspaceId}/pending-uploads", "list"},
-	{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content"},
-	{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack"},
-	{"GET", LimitsPath, "list"},
-}
+// The routes of API.md. Each Lambda function serves its own (Handler);
+// the dev server serves them all (Mux).
+var (
+	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload}
+	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign}
+	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list}
+	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content}
+	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack}
+	// LimitsRoute is public (no token), served by the list function.
+	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits}
+)
 
-// LimitsPath is the public route of the service's limits (limits.go),
-// served by the list function.
-const LimitsPath = "/uploads/limits"
+// Routes is the whole HTTP API, in the order of API.md: the one table the
+// functions, the dev server, and the tests of openapi.yaml and
+// template.yaml read.
+var Routes = []Route{UploadRoute, PresignRoute, ListRoute, ContentRoute, AckRoute, LimitsRoute}

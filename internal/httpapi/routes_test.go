@@ -32,7 +32,7 @@ func TestOnlyTheRouteTable(t *testing.T) {
 	// Each door maps a function to the base URL that serves it.
 	perFunction := map[string]string{}
 	for _, rt := range httpapi.Routes {
-		hs := httptest.NewServer(srv.App.API.Handler(rt.Function))
+		hs := httptest.NewServer(functionHandler(srv, rt.Function))
 		t.Cleanup(hs.Close)
 		perFunction[rt.Function] = hs.URL
 	}
@@ -88,7 +88,7 @@ func TestOnlyTheRouteTable(t *testing.T) {
 				"TrailingSlash": u + "/",
 			} {
 				t.Run(door+"/"+rt.Function+"/"+name, func(t *testing.T) {
-					if rt.Path == httpapi.LimitsPath {
+					if rt.Path == httpapi.LimitsRoute.Path {
 						// Public: an unclean limits path is a plain 404 below.
 						wantError(t, call(t, rt.Method, strings.Replace(u, "/uploads/", "//uploads/", 1), tok), http.StatusNotFound, "not found", nil)
 						return

@@ -18,9 +18,11 @@ const (
 	Acked AckResult = iota
 	// AlreadyAcked: an earlier ack did; acked_at is unchanged.
 	AlreadyAcked
-	// Raced: the row was there when the ack looked it up, but by the time
-	// it was updated it was gone (swept) or changed (acked concurrently).
-	// The workspace's intent, "I am done with this file", holds.
+	// Raced: the row was there, unacked, when the ack looked it up, and
+	// gone (swept) by the time it was to be stamped; or whether it was
+	// could not be told. The workspace's intent, "I am done with this
+	// file", holds either way. (A concurrent ack that got there first is
+	// AlreadyAcked.)
 	Raced
 )
 
@@ -29,8 +31,9 @@ const (
 // alone. It returns ErrNotFound for an absent or expired row and
 // ErrWrongWorkspace, changing nothing, for another workspace's row.
 //
-// The look-up and the update are one statement, so a concurrent sweep or
-// ack shows up as Raced rather than as an error.
+// The look-up and the update are one statement; only when they disagree
+// (a concurrent ack or sweep) does a second look tell AlreadyAcked from
+// Raced, never an error.
 func (s *Store) Ack(ctx context.Context, workspaceID, fileID uuid.UUID) (AckResult, error) {
 	var owner uuid.UUID
 	var ackedAt *time.Time

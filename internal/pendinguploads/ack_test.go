@@ -19,7 +19,7 @@ func TestAck(t *testing.T) {
 	ws := uuid.New()
 
 	t.Run("Acked", func(t *testing.T) {
-		rec := mustPut(t, s, ws, "a.txt")
+		rec := mustStage(t, s, ws, "a.txt")
 		res, err := s.Ack(ctx, ws, rec.FileID)
 		if err != nil || res != pendinguploads.Acked {
 			t.Fatalf("got %v, %v; want Acked", res, err)
@@ -30,7 +30,7 @@ func TestAck(t *testing.T) {
 		}
 	})
 	t.Run("AlreadyAckedKeepsAckedAt", func(t *testing.T) {
-		rec := mustPut(t, s, ws, "b.txt")
+		rec := mustStage(t, s, ws, "b.txt")
 		if _, err := s.Ack(ctx, ws, rec.FileID); err != nil {
 			t.Fatal(err)
 		}
@@ -50,14 +50,14 @@ func TestAck(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotFoundWhenExpired", func(t *testing.T) {
-		rec := mustPut(t, s, ws, "c.txt")
+		rec := mustStage(t, s, ws, "c.txt")
 		mustExec(t, pool, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = $1`, rec.FileID)
 		if _, err := s.Ack(ctx, ws, rec.FileID); !errors.Is(err, pendinguploads.ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("ErrWrongWorkspaceLeavesRowUnacked", func(t *testing.T) {
-		rec := mustPut(t, s, ws, "d.txt")
+		rec := mustStage(t, s, ws, "d.txt")
 		if _, err := s.Ack(ctx, uuid.New(), rec.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
@@ -82,7 +82,7 @@ func TestAckRacesSweepAndItself(t *testing.T) {
 	const files, ackers = 20, 8
 	ids := make([]uuid.UUID, files)
 	for i := range ids {
-		ids[i] = mustPut(t, s, ws, "f.txt").FileID
+		ids[i] = mustStage(t, s, ws, "f.txt").FileID
 	}
 
 	var mu sync.Mutex

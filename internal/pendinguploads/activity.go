@@ -1,7 +1,6 @@
 package pendinguploads
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -17,22 +16,9 @@ type activityBody struct {
 	URI      string `json:"uri"`
 }
 
-// InsertActivityTx writes one activity_logs row per record, in one
-// statement, inside the caller's transaction: platforms whose workspaces
-// poll activity_logs learn of the upload from it. (Stage writes them in
-// the same round trip as the rows.)
-func InsertActivityTx(ctx context.Context, tx pgx.Tx, recs []Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	if err := queueActivity(b, recs); err != nil {
-		return err
-	}
-	return wrap("activity: insert", tx.SendBatch(ctx, b).Close())
-}
-
-// queueActivity queues the INSERT of one activity row per record.
+// queueActivity queues the INSERT of one activity_logs row per record, in
+// one statement: platforms whose workspaces poll activity_logs learn of
+// the upload from it.
 func queueActivity(b *pgx.Batch, recs []Record) error {
 	workspaces := make([]string, len(recs))
 	summaries := make([]string, len(recs))

@@ -39,7 +39,7 @@ func TestBacklog(t *testing.T) {
 	}
 	var wantBytes int64
 	for _, r := range rows {
-		rec := mustPut(t, s, r.ws, r.name)
+		rec := mustStage(t, s, r.ws, r.name)
 		if r.set != "" {
 			mustExec(t, pool, `UPDATE pending_uploads SET `+r.set+` WHERE file_id = $1`, rec.FileID)
 		}

@@ -25,34 +25,37 @@ const (
 const MaxFilenameBytes = 100
 
 var (
-	// ErrNotFound is returned by Get, MarkFetched and Ack when the row is
-	// absent, expired, or (Get and MarkFetched only) already acked. The
-	// three cases mean the same to a workspace: the file is gone.
+	// ErrNotFound is returned by Fetch, Open and Ack when the row is
+	// absent or expired (or swept meanwhile). The cases mean the same to
+	// a workspace: the file is gone.
 	ErrNotFound = errors.New("pendinguploads: upload not found, expired, or already acked")
 	// ErrWrongWorkspace is returned when the file exists but belongs to
 	// another workspace. Nothing is read or changed.
 	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
-	// ErrTooLarge is returned by the Put family when an item exceeds
-	// the Store's MaxFileBytes.
+	// ErrTooLarge is returned by Stage and Presign for a file over the
+	// Store's FileCap.
 	ErrTooLarge = errors.New("pendinguploads: content exceeds per-file cap")
-	// ErrEmptyContent is returned by the Put family for an item of 0 bytes.
+	// ErrEmptyContent is returned by Stage and Presign for a file of 0 bytes.
 	ErrEmptyContent = errors.New("pendinguploads: empty content")
-	// ErrEmptyFilename is returned by the Put family for an item with no name.
+	// ErrEmptyFilename is returned by Stage and Presign for a file with
+	// no name.
 	ErrEmptyFilename = errors.New("pendinguploads: empty filename")
-	// ErrFilenameTooLong is returned by the Put family for a name over
+	// ErrFilenameTooLong is returned by Stage and Presign for a name over
 	// MaxFilenameBytes bytes.
 	ErrFilenameTooLong = errors.New("pendinguploads: filename exceeds 100 bytes")
-	// ErrTooManyItems is returned by the Put family for more than MaxBatch items.
+	// ErrTooManyItems is returned by Stage, Presign and Commit for more
+	// than MaxBatch files.
 	ErrTooManyItems = errors.New("pendinguploads: too many items in one batch")
 	// ErrBadCursor is returned by DecodeCursor (and List) for a cursor
 	// this package did not produce.
 	ErrBadCursor = errors.New("pendinguploads: invalid cursor")
-	// ErrBlobNotFound is returned by a Blobs store for a key it does not
-	// hold.
+	// ErrBlobNotFound is returned (wrapped) by a Bucket for a key it does
+	// not hold.
 	ErrBlobNotFound = errors.New("pendinguploads: blob not found")
-	// ErrNoBlobs is returned when a row's bytes are in a blob store but
-	// the Store has none configured.
-	ErrNoBlobs = errors.New("pendinguploads: row is held in object storage but no blob store is configured")
+	// ErrNoBucket is returned by Presign and Commit of a Store without a
+	// bucket (presigned uploads are off), and when a file needs the
+	// bucket the Store does not have.
+	ErrNoBucket = errors.New("pendinguploads: no bucket configured")
 	// ErrUnknownWorkspace is returned (wrapped) by Stage when the database
 	// refuses the activity rows for their workspace: on the platform's
 	// database activity_logs references its workspaces (a foreign key,

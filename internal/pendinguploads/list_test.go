@@ -16,12 +16,12 @@ func TestListOrderAndFilters(t *testing.T) {
 	s, pool := open(t)
 	ctx := context.Background()
 	ws, other := uuid.New(), uuid.New()
-	a := mustPut(t, s, ws, "a.txt")
-	mustPut(t, s, ws, "b.txt")
-	acked := mustPut(t, s, ws, "acked.txt")
-	expired := mustPut(t, s, ws, "expired.txt")
-	mustPut(t, s, other, "theirs.txt")
-	mustPut(t, s, ws, "c.txt")
+	a := mustStage(t, s, ws, "a.txt")
+	mustStage(t, s, ws, "b.txt")
+	acked := mustStage(t, s, ws, "acked.txt")
+	expired := mustStage(t, s, ws, "expired.txt")
+	mustStage(t, s, other, "theirs.txt")
+	mustStage(t, s, ws, "c.txt")
 	mustExec(t, pool, `UPDATE pending_uploads SET acked_at = now() WHERE file_id = $1`, acked.FileID)
 	mustExec(t, pool, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = $1`, expired.FileID)
 	// Make the order depend on created_at, not on insertion: a is newest.
@@ -37,7 +37,7 @@ func TestListOrderAndFilters(t *testing.T) {
 	var got []string
 	for _, r := range recs {
 		got = append(got, r.Filename)
-		if r.Content != nil {
+		if r.Inline() != nil {
 			t.Fatal("list returned bytes")
 		}
 	}
@@ -59,11 +59,11 @@ func TestListCursorWalk(t *testing.T) {
 	ws := uuid.New()
 	var want []uuid.UUID
 	for batch := 0; batch < 3; batch++ {
-		items := make([]pendinguploads.PutItem, 17)
+		items := make([]pendinguploads.File, 17)
 		for i := range items {
-			items[i] = pendinguploads.PutItem{Content: []byte("x"), Filename: fmt.Sprintf("b%d-%d", batch, i)}
+			items[i] = pendinguploads.File{Content: []byte("x"), Filename: fmt.Sprintf("b%d-%d", batch, i)}
 		}
-		recs, err := s.PutBatch(ctx, ws, items)
+		recs, err := s.Stage(ctx, ws, items)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,20 +84,20 @@ func openTraced(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool, *statementC
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pendinguploads.New(pool), pool, tr
+	return pendinguploads.New(pool, nil), pool, tr
 }
 
 func open(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.MustOpen(t)
-	return pendinguploads.New(pool), pool
+	return pendinguploads.New(pool, nil), pool
 }
 
-func mustPut(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {
+func mustStage(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {
 	t.Helper()
-	r, err := s.Put(context.Background(), ws, []byte("content of "+name), name, "text/plain")
+	r, err := stageOne(context.Background(), s, ws, []byte("content of "+name), name, "text/plain")
 	if err != nil {
-		t.Fatalf("put %s: %v", name, err)
+		t.Fatalf("stage %s: %v", name, err)
 	}
 	return r
 }
@@ -116,4 +116,13 @@ func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// stageOne stages one file.
+func stageOne(ctx context.Context, s *pendinguploads.Store, ws uuid.UUID, content []byte, name, mimetype string) (pendinguploads.Record, error) {
+	recs, err := s.Stage(ctx, ws, []pendinguploads.File{{Content: content, Filename: name, Mimetype: mimetype}})
+	if err != nil {
+		return pendinguploads.Record{}, err
+	}
+	return recs[0], nil
 }

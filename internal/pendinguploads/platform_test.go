@@ -30,13 +30,13 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool)
+			s := pendinguploads.New(pool, nil)
 			s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 			ws := uuid.New()
 			mustExec(t, pool, `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, ws)
 
 			big := bytes.Repeat([]byte{7}, 30<<20)
-			recs, err := s.Stage(ctx, ws, []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a.txt"}, {Content: big, Filename: "big.bin"}}, nil)
+			recs, err := s.Stage(ctx, ws, []pendinguploads.File{{Content: []byte("a"), Filename: "a.txt"}, {Content: big, Filename: "big.bin"}})
 			if err != nil || len(recs) != 2 {
 				t.Fatalf("stage for a known workspace: %v", err)
 			}
@@ -46,7 +46,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 			}
 
 			before := countRows(t, pool, "pending_uploads")
-			_, err = s.Stage(ctx, uuid.New(), []pendinguploads.PutItem{{Content: []byte("x"), Filename: "x"}}, nil)
+			_, err = s.Stage(ctx, uuid.New(), []pendinguploads.File{{Content: []byte("x"), Filename: "x"}})
 			if !errors.Is(err, pendinguploads.ErrUnknownWorkspace) {
 				t.Fatalf("stage for an unknown workspace: got %v, want ErrUnknownWorkspace", err)
 			}

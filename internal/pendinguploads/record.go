@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Record is one staged file. Content is set only by Fetch, and only when
-// the bytes are inline and small; use Open to read them wherever they are.
+// Record is one staged file, without its bytes: Open reads them, from the
+// row or from the bucket.
 type Record struct {
 	FileID      uuid.UUID
 	WorkspaceID uuid.UUID
@@ -21,10 +21,16 @@ type Record struct {
 	AckedAt     *time.Time // nil until acked
 	ExpiresAt   time.Time
 
-	// S3Key is set when the bytes are in the blob store.
-	S3Key   string
-	Content []byte
+	// s3Key is set when the bytes are in the bucket.
+	s3Key string
+	// content is the bytes, when Fetch brought them with the row (inline
+	// and at most ChunkBytes).
+	content []byte
 }
+
+// InBucket reports whether the file's bytes are in the bucket (and so
+// can be served by a presigned redirect: see SignGet).
+func (r Record) InBucket() bool { return r.s3Key != "" }
 
 // URI is the platform-pending: URI the workspace is handed for the file.
 func (r Record) URI() string {

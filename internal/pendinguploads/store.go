@@ -17,8 +17,8 @@ const (
 	DefaultTTL            = 24 * time.Hour
 	DefaultInlineMaxBytes = 256 << 10
 	DefaultSweepBatch     = 1000
-	// MaxBatch bounds one batch (a stage, a presign): the 64 files one
-	// upload request may carry (max_attachments_per_message).
+	// MaxBatch bounds one batch (a stage, a presign, a commit): the 64
+	// files one upload request may carry (max_attachments_per_message).
 	MaxBatch = limits.MaxFiles
 )
 
@@ -33,20 +33,19 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Store is the pending_uploads table (and, optionally, a blob store for
-// large files). Set the optional fields before first use; the Store is
+// Store is the pending_uploads table, and the bucket of large files when
+// there is one. Set the optional fields before first use; the Store is
 // then safe for concurrent use.
 type Store struct {
 	db DB
-
-	// Blobs, when set, holds files larger than InlineMaxBytes. Nil keeps
-	// every file inline in Postgres.
-	Blobs Blobs
+	// bucket, when set, holds files larger than InlineMaxBytes and takes
+	// presigned uploads. Nil keeps every file inline in Postgres.
+	bucket Bucket
 	// MaxFileBytes is the per-file cap, at most MaxFileBytesCap (default
 	// DefaultMaxFileBytes): MAX_FILE_BYTES, the one source every cap of
 	// the service reads (see FileCap).
 	MaxFileBytes int64
-	// InlineMaxBytes is the largest file kept inline when Blobs is set
+	// InlineMaxBytes is the largest file kept inline when there is a bucket
 	// (default DefaultInlineMaxBytes).
 	InlineMaxBytes int64
 	// TTL sets expires_at of new rows (default DefaultTTL).
@@ -54,14 +53,17 @@ type Store struct {
 	// SweepBatch bounds the rows one sweep statement deletes, so a large
 	// backlog never holds one long lock (default DefaultSweepBatch).
 	SweepBatch int
-	// NewID makes file IDs (default uuid.New). Tests may inject their own.
-	NewID func() uuid.UUID
 }
 
-// New returns a Store over db. It does no I/O.
-func New(db DB) *Store {
-	return &Store{db: db}
+// New returns a Store over db and, unless bucket is nil, that bucket. It
+// does no I/O.
+func New(db DB, bucket Bucket) *Store {
+	return &Store{db: db, bucket: bucket}
 }
+
+// Presigns reports whether the Store has a bucket, and so offers
+// presigned uploads (Presign, Commit) and redirects (SignGet).
+func (s *Store) Presigns() bool { return s.bucket != nil }
 
 func (s *Store) ttl() time.Duration {
 	if s.TTL > 0 {
@@ -79,7 +81,7 @@ func (s *Store) FileCap() int64 {
 }
 
 func (s *Store) inlineMax() int64 {
-	if s.Blobs == nil {
+	if s.bucket == nil {
 		return s.FileCap()
 	}
 	if s.InlineMaxBytes > 0 {
@@ -95,28 +97,15 @@ func (s *Store) sweepBatch() int {
 	return DefaultSweepBatch
 }
 
-func (s *Store) newID() uuid.UUID {
-	if s.NewID != nil {
-		return s.NewID()
-	}
-	return uuid.New()
-}
-
-// ObjectKey is the blob key of a committed file: chosen by the server from
-// IDs, never from the file's name.
-func ObjectKey(workspaceID, fileID uuid.UUID) string {
+// objectKey is the key of a file's object: chosen by the server from IDs,
+// never from the file's name. Only the Store writes under objects/.
+func objectKey(workspaceID, fileID uuid.UUID) string {
 	return fmt.Sprintf("objects/%s/%s", workspaceID, fileID)
 }
 
-// StagingKey is the blob key a presigned upload writes to before it is
-// committed. Objects under StagingPrefix that are never committed are
-// removed by the bucket's lifecycle rule.
-func StagingKey(workspaceID, uploadID uuid.UUID) string {
-	return fmt.Sprintf("%s%s/%s", StagingPrefix, workspaceID, uploadID)
+// stagingKey is where a presigned upload's client puts the bytes, before
+// a commit places them under objects/. The bucket's lifecycle rule
+// removes staging objects that are never committed.
+func stagingKey(workspaceID, uploadID uuid.UUID) string {
+	return fmt.Sprintf("staging/%s/%s", workspaceID, uploadID)
 }
-
-// Key prefixes in the bucket.
-const (
-	ObjectPrefix  = "objects/"
-	StagingPrefix = "staging/"
-)

@@ -30,7 +30,7 @@ const maxSweepBatches = 10000
 // SweepBatch rows, each its own short statement, until none are left or
 // ctx ends, and returns what it deleted even when it fails part-way.
 //
-// With a blob store, each batch deletes its objects first and its rows
+// With a bucket, each batch deletes its objects first and its rows
 // second. A failure or crash in between leaves rows that are already
 // invisible (acked or expired) and still eligible, so the next sweep
 // deletes their (already absent) objects again and then the rows: nothing
@@ -63,11 +63,17 @@ var (
 		`acked_at IS NULL AND expires_at < now() AND $1::bigint IS NOT NULL`}
 )
 
+// sweepPass deletes the rows of one kind, a batch at a time, until a
+// batch comes back short, ctx ends, or maxSweepBatches.
 func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Duration) (int, error) {
+	once := s.sweepRows
+	if s.bucket != nil {
+		once = s.sweepRowsAndObjects
+	}
 	total := 0
 	batch := s.sweepBatch()
 	for i := 0; i < maxSweepBatches; i++ {
-		n, err := s.sweepBatchOnce(ctx, kind, retention.Microseconds(), batch)
+		n, err := once(ctx, kind, retention.Microseconds(), batch)
 		total += n
 		if err != nil {
 			return total, wrap("sweep "+kind.name, err)
@@ -79,20 +85,26 @@ func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Du
 	return total, nil
 }
 
-func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
-	if s.Blobs == nil {
-		// Rows only: one statement per batch.
-		tag, err := s.db.Exec(ctx, `
-			DELETE FROM pending_uploads WHERE file_id IN (
-			    SELECT file_id FROM pending_uploads WHERE `+kind.where+`
-			    LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-			retentionMicros, batch)
-		if err != nil {
-			return 0, err
-		}
-		return int(tag.RowsAffected()), nil
+// sweepRows deletes one batch of eligible rows, in one statement: without
+// a bucket, every file's bytes are in its row.
+func (s *Store) sweepRows(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM pending_uploads WHERE file_id IN (
+		    SELECT file_id FROM pending_uploads WHERE `+kind.where+`
+		    LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		retentionMicros, batch)
+	if err != nil {
+		return 0, err
 	}
+	return int(tag.RowsAffected()), nil
+}
 
+// sweepRowsAndObjects deletes one batch of eligible rows and their
+// objects: it reads the batch, deletes the objects, then the rows whose
+// objects are gone. A row whose object the bucket refused stays (and the
+// pass fails, so the refusal shows); a crash in between leaves rows that
+// the next sweep finds again.
+func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT file_id, s3_key FROM pending_uploads WHERE `+kind.where+` LIMIT $2`,
 		retentionMicros, batch)
@@ -123,10 +135,8 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 	}
 	var refusedErr error
 	if len(keys) > 0 {
-		err := s.Blobs.Delete(ctx, keys)
-		var partial *PartialDeleteError
-		switch {
-		case errors.As(err, &partial):
+		err := s.bucket.Delete(ctx, keys)
+		if partial, ok := errors.AsType[*PartialDeleteError](err); ok {
 			// Keep the rows whose objects are still there; delete the rest.
 			refused := make(map[string]bool, len(partial.Refused))
 			for _, k := range partial.Refused {
@@ -140,7 +150,7 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 			}
 			ids = kept
 			refusedErr = fmt.Errorf("delete %d objects: %w", len(keys), err)
-		case err != nil:
+		} else if err != nil {
 			return 0, fmt.Errorf("delete %d objects: %w", len(keys), err)
 		}
 	}
@@ -152,10 +162,7 @@ func (s *Store) sweepBatchOnce(ctx context.Context, kind sweepKind, retentionMic
 	if err != nil {
 		return 0, err
 	}
-	if refusedErr != nil {
-		// Counted, and reported: the pass stops here and the sweep fails,
-		// so the refusal shows in the metrics and the alarm.
-		return int(tag.RowsAffected()), refusedErr
-	}
-	return int(tag.RowsAffected()), nil
+	// Counted, and reported: with a refusal the pass stops here and the
+	// sweep fails, so it shows in the metrics and the alarm.
+	return int(tag.RowsAffected()), refusedErr
 }

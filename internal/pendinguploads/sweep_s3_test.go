@@ -22,7 +22,7 @@ import (
 // after deleting everything (failAfter: the objects are gone, the caller
 // is told otherwise).
 type faultyBlobs struct {
-	pendinguploads.Blobs
+	pendinguploads.Bucket
 	failBefore, failAfter, refuseFirst atomic.Bool
 }
 
@@ -32,12 +32,12 @@ func (f *faultyBlobs) Delete(ctx context.Context, keys []string) error {
 	}
 	if f.refuseFirst.Swap(false) && len(keys) > 1 {
 		// S3 deletes all but the first key and refuses that one.
-		if err := f.Blobs.Delete(ctx, keys[1:]); err != nil {
+		if err := f.Bucket.Delete(ctx, keys[1:]); err != nil {
 			return err
 		}
 		return &pendinguploads.PartialDeleteError{Refused: keys[:1], Err: errors.New("injected: AccessDenied")}
 	}
-	err := f.Blobs.Delete(ctx, keys)
+	err := f.Bucket.Delete(ctx, keys)
 	if f.failAfter.Swap(false) {
 		return errors.New("injected: connection lost after the delete")
 	}
@@ -76,26 +76,25 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := &faultyDB{Pool: pgtest.MustOpen(t)}
-			blobs := &faultyBlobs{Blobs: s3blobs.NewFromClient(client, bucket)}
-			s := pendinguploads.New(db)
-			s.Blobs = blobs
+			blobs := &faultyBlobs{Bucket: s3blobs.NewFromClient(client, bucket)}
+			s := pendinguploads.New(db, blobs)
 			s.InlineMaxBytes = 1
 			ws := uuid.New()
 			var keys []string
 			for i := 0; i < 3; i++ {
-				rec, err := s.Put(ctx, ws, []byte("bytes in the bucket"), "f.bin", "")
+				rec, err := stageOne(ctx, s, ws, []byte("bytes in the bucket"), "f.bin", "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rec.S3Key == "" {
+				if rec.Key() == "" {
 					t.Fatal("row kept inline, want the bucket")
 				}
-				keys = append(keys, rec.S3Key)
+				keys = append(keys, rec.Key())
 				if _, err := s.Ack(ctx, ws, rec.FileID); err != nil {
 					t.Fatal(err)
 				}
 			}
-			live, err := s.Put(ctx, ws, []byte("still pending"), "live.bin", "")
+			live, err := stageOne(ctx, s, ws, []byte("still pending"), "live.bin", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +127,11 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 				t.Fatalf("rows after the healing sweep: got %d, want 1 (the live one); swept %+v", rows, res)
 			}
 			for _, k := range keys {
-				if _, err := blobs.Size(ctx, k); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+				if _, _, err := blobs.Digest(ctx, k); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
 					t.Fatalf("object %s: got %v, want it gone", k, err)
 				}
 			}
-			if _, err := blobs.Size(ctx, live.S3Key); err != nil {
+			if _, _, err := blobs.Digest(ctx, live.Key()); err != nil {
 				t.Fatalf("the live file's object: %v", err)
 			}
 		})

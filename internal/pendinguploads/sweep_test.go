@@ -26,7 +26,7 @@ func ageRows(t *testing.T) (*pendinguploads.Store, func() map[string]bool) {
 		"live":            `fetched_at = now()`,
 	}
 	for name, set := range names {
-		rec := mustPut(t, s, ws, name)
+		rec := mustStage(t, s, ws, name)
 		mustExec(t, pool, `UPDATE pending_uploads SET `+set+` WHERE file_id = $1`, rec.FileID)
 	}
 	left := func() map[string]bool {
@@ -92,8 +92,8 @@ func TestSweep(t *testing.T) {
 func TestSweepRetentionBoundary(t *testing.T) {
 	s, pool := open(t)
 	ws := uuid.New()
-	inside := mustPut(t, s, ws, "inside")
-	outside := mustPut(t, s, ws, "outside")
+	inside := mustStage(t, s, ws, "inside")
+	outside := mustStage(t, s, ws, "outside")
 	mustExec(t, pool, `UPDATE pending_uploads SET acked_at = now() - interval '59 minutes 50 seconds' WHERE file_id = $1`, inside.FileID)
 	mustExec(t, pool, `UPDATE pending_uploads SET acked_at = now() - interval '60 minutes 10 seconds' WHERE file_id = $1`, outside.FileID)
 	res, err := s.Sweep(context.Background(), time.Hour)

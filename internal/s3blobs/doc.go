@@ -1,14 +1,14 @@
-// Package s3blobs keeps file bytes in an S3 bucket: whole-object Put, Get,
-// Size and batched Delete for the storage layer, and presigned PUT and GET
-// requests that let clients move the bytes straight to and from S3.
+// Package s3blobs keeps file bytes in an S3 bucket: Put, ranged Open,
+// server-side Copy, streamed Digest and batched Delete for the storage
+// layer, and presigned PUT and GET requests that let clients move the bytes
+// straight to and from S3.
 //
-// Objects live under two prefixes. Committed files are under ObjectPrefix
-// (ObjectKey); presigned uploads land under StagingPrefix (StagingKey) until
-// they are committed, and a bucket lifecycle rule on that prefix removes the
-// ones that never are.
+// The storage layer chooses the keys: committed files under objects/,
+// presigned uploads under staging/ until they are committed; a bucket
+// lifecycle rule on staging/ removes the ones that never are.
 //
 // A Store holds no state of its own beyond its configuration and is safe for
 // concurrent use once its exported fields are set. Absent objects are
 // reported as ErrNotFound, which is pendinguploads.ErrBlobNotFound: the
-// Store is that package's Blobs.
+// Store is that package's Bucket.
 package s3blobs

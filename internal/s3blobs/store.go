@@ -26,7 +26,7 @@ const MaxObjectSize int64 = limits.DefaultFileBytes
 var (
 	// ErrNotFound is returned (wrapped) by Get, Size, Copy and Digest
 	// when the key is absent. It is pendinguploads.ErrBlobNotFound, the
-	// sentinel of the Blobs interface this Store implements.
+	// sentinel of the pendinguploads.Bucket interface this Store implements.
 	ErrNotFound = pendinguploads.ErrBlobNotFound
 	// ErrTooLarge is returned (wrapped) by Get when the object is larger
 	// than the Store's MaxSize, and by PresignPut for a size above it.
@@ -43,7 +43,7 @@ type S3API interface {
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 }
 
-var _ pendinguploads.Blobs = (*Store)(nil)
+var _ pendinguploads.Bucket = (*Store)(nil)
 
 // Presigner lists the presigning calls a Store makes. *s3.PresignClient
 // implements it.

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // the same on its line.
 func TestRunReportsBacklog(t *testing.T) {
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool)
+	s := pendinguploads.New(pool, nil)
 	ctx := context.Background()
 	ws := uuid.New()
 	var wantBytes int64
@@ -34,10 +34,11 @@ func TestRunReportsBacklog(t *testing.T) {
 		`expires_at = now() - interval '1 second'`, // swept as expired
 		`acked_at = now() - interval '2 hours'`,    // swept as acked
 	} {
-		rec, err := s.Put(ctx, ws, bytes.Repeat([]byte("x"), 10+i), "f.txt", "text/plain")
+		recs, err := s.Stage(ctx, ws, []pendinguploads.File{{Content: bytes.Repeat([]byte("x"), 10+i), Filename: "f.txt", Mimetype: "text/plain"}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		rec := recs[0]
 		if _, err := pool.Exec(ctx, `UPDATE pending_uploads SET `+set+` WHERE file_id = $1`, rec.FileID); err != nil {
 			t.Fatal(err)
 		}

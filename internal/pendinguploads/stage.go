@@ -13,98 +13,81 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// PutItem is one file of a batch. Either Content holds the bytes, or
-// InBucket says the caller already placed them in the blob store at
-// ObjectKey(workspaceID, FileID) (a committed presigned upload), with
-// Size and SHA256 as measured from that very object.
-type PutItem struct {
+// File is one file of an upload, its bytes in memory.
+type File struct {
 	Content  []byte
 	Filename string // already sanitized: 1..100 bytes
 	Mimetype string // already made safe; may be empty
-
-	InBucket bool
-	FileID   uuid.UUID // with InBucket: the ID the object was placed under
-	Size     int64
-	SHA256   []byte
 }
 
-func (it PutItem) size() int64 {
-	if it.InBucket {
-		return it.Size
+// item is one file on its way to a row: either its bytes in memory, or
+// (inBucket) an object a commit already placed at objectKey(workspace,
+// fileID), with size and sha256 measured from that very object.
+type item struct {
+	File
+	inBucket bool
+	fileID   uuid.UUID
+	size     int64
+	sha256   []byte
+}
+
+func (it item) length() int64 {
+	if it.inBucket {
+		return it.size
 	}
 	return int64(len(it.Content))
 }
 
-// Put stages one file for workspaceID; see PutBatch.
-func (s *Store) Put(ctx context.Context, workspaceID uuid.UUID, content []byte, filename, mimetype string) (Record, error) {
-	recs, err := s.PutBatch(ctx, workspaceID, []PutItem{{Content: content, Filename: filename, Mimetype: mimetype}})
-	if err != nil {
-		return Record{}, err
+// Stage stores files for workspaceID, all or none, and returns their
+// records in input order. It validates every file before any I/O
+// (ErrEmptyContent, ErrTooLarge, ErrEmptyFilename, ErrFilenameTooLong
+// inside an *ItemError naming the file; ErrTooManyItems), writes the
+// files larger than InlineMaxBytes to the bucket, then inserts the rows
+// and one activity_logs row per file (platforms whose workspaces poll
+// activity_logs learn of the upload there) in one round trip, one
+// implicit transaction. A workspace the database does not know is
+// ErrUnknownWorkspace.
+func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, files []File) ([]Record, error) {
+	items := make([]item, len(files))
+	for i, f := range files {
+		items[i] = item{File: f}
 	}
-	return recs[0], nil
+	return s.stage(ctx, s.db, workspaceID, items)
 }
 
-// PutBatch stages items for workspaceID atomically: every row commits or
-// none does. It validates every item before any I/O (ErrEmptyContent,
-// ErrTooLarge, ErrEmptyFilename, ErrFilenameTooLong, ErrTooManyItems,
-// each inside an *ItemError naming the item), writes large items to the
-// blob store, and inserts all rows in one statement, one round trip: the
-// statement is its own transaction. Records come back in input order,
-// without Content.
-func (s *Store) PutBatch(ctx context.Context, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
-	return s.stage(ctx, s.db, workspaceID, items, false)
-}
-
-// Stage is PutBatch plus one activity_logs row per file (see
-// InsertActivityTx), all in one round trip and one transaction: the upload
-// handler's write. With claim (claim[i] the upload items[i], InBucket,
-// was placed from), the same transaction first consumes those presigned
-// uploads (see ClaimPresignedTx), and Stage returns its *ClaimError (an
-// ErrNotFound), storing nothing, when any is gone.
-func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, items []PutItem, claim []uuid.UUID) ([]Record, error) {
-	if len(claim) == 0 {
-		return s.stage(ctx, s.db, workspaceID, items, true)
-	}
+// stageClaimed is stage for the objects a commit placed, in one
+// transaction that first consumes the presigned uploads they came from
+// (claim[i] is items[i]'s; see claimPresigned). It returns the
+// *ClaimError of a claim that lost, storing nothing.
+func (s *Store) stageClaimed(ctx context.Context, workspaceID uuid.UUID, items []item, claim []uuid.UUID) ([]Record, error) {
 	if err := validate(items, s.FileCap()); err != nil {
 		return nil, err
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, wrap("stage: begin", err)
 	}
-	defer Rollback(ctx, tx)
+	defer rollback(ctx, tx)
 	fileIDs := make([]uuid.UUID, len(items))
 	for i, it := range items {
-		fileIDs[i] = it.FileID
+		fileIDs[i] = it.fileID
 	}
-	if err := ClaimPresignedTx(ctx, tx, workspaceID, claim, fileIDs); err != nil {
-		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+	if err := claimPresigned(ctx, tx, workspaceID, claim, fileIDs); err != nil {
+		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
-	recs, err := s.stage(ctx, tx, workspaceID, items, true)
+	recs, err := s.stage(ctx, tx, workspaceID, items)
 	if err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		if !CommitOutcomeUnknown(err) {
-			s.DiscardBlobs(ctx, recs)
+		if !commitOutcomeUnknown(err) {
+			s.discard(ctx, recs)
 		}
 		return nil, wrap("stage: commit", err)
 	}
 	return recs, nil
-}
-
-// PutBatchTx is PutBatch inside the caller's transaction, so the rows can
-// commit together with the caller's own writes (the activity rows). It
-// never commits or rolls back. Validation still comes before any I/O.
-//
-// Items bound for the blob store are written before the INSERT. If the
-// caller ends up rolling back, it should call DiscardBlobs with the
-// returned records; objects that escape even that (a crash) are removed by
-// the bucket's backstop lifecycle rule.
-func (s *Store) PutBatchTx(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
-	return s.stage(ctx, tx, workspaceID, items, false)
 }
 
 // batcher sends a pgx.Batch: the pool (one implicit transaction) or a tx.
@@ -112,10 +95,10 @@ type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// stage validates, writes blobs, then sends the rows (and the activity
-// rows) as one batch on db. On the pool, a batch is one implicit
+// stage validates, writes objects, then sends the rows and their activity
+// rows as one batch on db. On the pool, a batch is one implicit
 // transaction; in a tx, it is part of the caller's.
-func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, items []PutItem, activity bool) ([]Record, error) {
+func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, items []item) ([]Record, error) {
 	if err := validate(items, s.FileCap()); err != nil {
 		return nil, err
 	}
@@ -124,20 +107,18 @@ func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, it
 	}
 	recs, err := s.prepare(workspaceID, items)
 	if err != nil {
-		s.DiscardBlobs(ctx, s.placed(workspaceID, items))
+		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
-	if err := s.writeBlobs(ctx, items, recs); err != nil {
+	if err := s.writeObjects(ctx, items, recs); err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
 	queueDeadlineGuard(ctx, b)
 	got := s.queueInsert(b, workspaceID, items, recs)
-	if activity {
-		if err := queueActivity(b, recs); err != nil {
-			s.DiscardBlobs(ctx, recs)
-			return nil, err
-		}
+	if err := queueActivity(b, recs); err != nil {
+		s.discard(ctx, recs)
+		return nil, err
 	}
 	err = db.SendBatch(ctx, b).Close()
 	if err == nil && *got != len(recs) {
@@ -146,49 +127,49 @@ func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, it
 	if err != nil {
 		// On the pool the batch was its own transaction: if its answer was
 		// lost it may have committed, and then the objects must stay.
-		if _, inTx := db.(pgx.Tx); inTx || !CommitOutcomeUnknown(err) {
-			s.DiscardBlobs(ctx, recs)
+		if _, inTx := db.(pgx.Tx); inTx || !commitOutcomeUnknown(err) {
+			s.discard(ctx, recs)
 		}
-		return nil, wrap("put batch", err)
+		return nil, wrap("stage", err)
 	}
 	return recs, nil
 }
 
 // prepare makes the records of items: IDs, digests, and where each
 // file's bytes go.
-func (s *Store) prepare(workspaceID uuid.UUID, items []PutItem) ([]Record, error) {
+func (s *Store) prepare(workspaceID uuid.UUID, items []item) ([]Record, error) {
 	recs := make([]Record, len(items))
 	for i, it := range items {
 		recs[i] = Record{
-			FileID:      it.FileID,
+			FileID:      it.fileID,
 			WorkspaceID: workspaceID,
 			Filename:    it.Filename,
 			Mimetype:    it.Mimetype,
-			SizeBytes:   it.size(),
-			SHA256:      it.SHA256,
+			SizeBytes:   it.length(),
+			SHA256:      it.sha256,
 		}
-		if !it.InBucket {
-			recs[i].FileID = s.newID()
+		if !it.inBucket {
+			recs[i].FileID = uuid.New()
 			sum := sha256.Sum256(it.Content)
 			recs[i].SHA256 = sum[:]
 		}
-		if it.InBucket || int64(len(it.Content)) > s.inlineMax() {
-			if s.Blobs == nil {
-				return nil, &ItemError{Index: i, Err: ErrNoBlobs}
+		if it.inBucket || int64(len(it.Content)) > s.inlineMax() {
+			if s.bucket == nil {
+				return nil, &ItemError{Index: i, Err: ErrNoBucket}
 			}
-			recs[i].S3Key = ObjectKey(workspaceID, recs[i].FileID)
+			recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
 		}
 	}
 	return recs, nil
 }
 
-// placed returns records naming the objects the caller already put in the
-// bucket for items, so that a failure before prepare can discard them.
-func (s *Store) placed(workspaceID uuid.UUID, items []PutItem) []Record {
+// placed returns records naming the objects a commit already placed for
+// items, so that a failure before prepare can discard them.
+func (s *Store) placed(workspaceID uuid.UUID, items []item) []Record {
 	var recs []Record
 	for _, it := range items {
-		if it.InBucket {
-			recs = append(recs, Record{S3Key: ObjectKey(workspaceID, it.FileID)})
+		if it.inBucket {
+			recs = append(recs, Record{s3Key: objectKey(workspaceID, it.fileID)})
 		}
 	}
 	return recs
@@ -216,7 +197,7 @@ func queueDeadlineGuard(ctx context.Context, b *pgx.Batch) {
 // expires_at when the batch runs; *got counts the rows that came back.
 // One row takes a plain VALUES insert; several go through unnest, one
 // statement either way.
-func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []PutItem, recs []Record) *int {
+func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []item, recs []Record) *int {
 	n := len(recs)
 	ids := make([]uuid.UUID, n)
 	contents := make([][]byte, n)
@@ -227,8 +208,8 @@ func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []PutItem
 	types := make([]string, n)
 	for i, r := range recs {
 		ids[i], sizes[i], sums[i], names[i], types[i] = r.FileID, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
-		if r.S3Key != "" {
-			keys[i] = &recs[i].S3Key
+		if r.s3Key != "" {
+			keys[i] = &recs[i].s3Key
 		} else {
 			contents[i] = items[i].Content
 		}
@@ -272,42 +253,43 @@ func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []PutItem
 	return got
 }
 
-// blobConcurrency bounds the parallel writes of one batch to the blob store.
-const blobConcurrency = 4
+// objectConcurrency bounds the parallel writes (or copies) of one batch
+// to the bucket.
+const objectConcurrency = 4
 
-func (s *Store) writeBlobs(ctx context.Context, items []PutItem, recs []Record) error {
+func (s *Store) writeObjects(ctx context.Context, items []item, recs []Record) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(blobConcurrency)
+	g.SetLimit(objectConcurrency)
 	for i := range recs {
-		if recs[i].S3Key == "" || items[i].InBucket {
+		if recs[i].s3Key == "" || items[i].inBucket {
 			continue
 		}
-		it, key := items[i], recs[i].S3Key
+		it, key := items[i], recs[i].s3Key
 		g.Go(func() error {
-			if err := s.Blobs.Put(gctx, key, it.Content, it.Mimetype); err != nil {
-				return wrap(fmt.Sprintf("put batch: item %d: write blob", i), err)
+			if err := s.bucket.Put(gctx, key, it.Content, it.Mimetype); err != nil {
+				return wrap(fmt.Sprintf("stage: file %d: write object", i), err)
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		s.DiscardBlobs(ctx, recs)
+		s.discard(ctx, recs)
 		return err
 	}
 	return nil
 }
 
-// DiscardBlobs deletes, best-effort, the objects written for recs. Callers
-// of PutBatchTx use it when their transaction does not commit. It runs
-// even when ctx is already cancelled (bounded by its own timeout).
-func (s *Store) DiscardBlobs(ctx context.Context, recs []Record) {
-	if s.Blobs == nil {
+// discard deletes, best-effort, the objects written for recs whose rows
+// did not commit. It runs even when ctx is already cancelled (bounded by
+// CleanupBudget); the bucket's lifecycle rule removes what it misses.
+func (s *Store) discard(ctx context.Context, recs []Record) {
+	if s.bucket == nil {
 		return
 	}
 	var keys []string
 	for _, r := range recs {
-		if r.S3Key != "" {
-			keys = append(keys, r.S3Key)
+		if r.s3Key != "" {
+			keys = append(keys, r.s3Key)
 		}
 	}
 	if len(keys) == 0 {
@@ -315,7 +297,7 @@ func (s *Store) DiscardBlobs(ctx context.Context, recs []Record) {
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
 	defer cancel()
-	_ = s.Blobs.Delete(dctx, keys) // the backstop lifecycle rule catches what this misses
+	_ = s.bucket.Delete(dctx, keys)
 }
 
 // CleanupBudget bounds the best-effort work done after a failure (a
@@ -323,21 +305,21 @@ func (s *Store) DiscardBlobs(ctx context.Context, recs []Record) {
 // deadline by much: a Lambda keeps a few seconds of margin for it.
 const CleanupBudget = 2 * time.Second
 
-// Rollback rolls tx back, best-effort, within CleanupBudget, even when ctx
+// rollback rolls tx back, best-effort, within CleanupBudget, even when ctx
 // is already done. After a commit it does nothing.
-func Rollback(ctx context.Context, tx pgx.Tx) {
+func rollback(ctx context.Context, tx pgx.Tx) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
 	defer cancel()
 	_ = tx.Rollback(rctx)
 }
 
-// CommitOutcomeUnknown reports whether a failed COMMIT may nevertheless
+// commitOutcomeUnknown reports whether a failed COMMIT may nevertheless
 // have committed: the connection broke or the deadline passed after the
 // COMMIT was sent. Only when the server said no, or the COMMIT never left,
 // is it certain that nothing was stored, and objects written for the rows
 // may be discarded; otherwise they must stay (the lifecycle rule removes
 // them if the rows indeed did not commit).
-func CommitOutcomeUnknown(err error) bool {
+func commitOutcomeUnknown(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 		return false
@@ -345,29 +327,39 @@ func CommitOutcomeUnknown(err error) bool {
 	return true
 }
 
-func validate(items []PutItem, fileCap int64) error {
+func validate(items []item, fileCap int64) error {
 	if len(items) > MaxBatch {
 		return ErrTooManyItems
 	}
 	for i, it := range items {
 		var err error
 		switch {
-		case it.InBucket && it.Content != nil:
+		case it.inBucket && it.Content != nil:
 			err = errors.New("both content and an object in the bucket")
-		case it.InBucket && (it.FileID == uuid.Nil || len(it.SHA256) != sha256.Size):
+		case it.inBucket && (it.fileID == uuid.Nil || len(it.sha256) != sha256.Size):
 			err = errors.New("object in the bucket without its file ID or SHA-256")
-		case it.size() <= 0:
-			err = ErrEmptyContent
-		case it.size() > fileCap:
-			err = ErrTooLarge
-		case it.Filename == "":
-			err = ErrEmptyFilename
-		case len(it.Filename) > MaxFilenameBytes:
-			err = ErrFilenameTooLong
+		default:
+			err = validateFile(it.length(), it.Filename, fileCap)
 		}
 		if err != nil {
 			return &ItemError{Index: i, Err: err}
 		}
+	}
+	return nil
+}
+
+// validateFile checks one file's size and name against the cap and the
+// schema.
+func validateFile(size int64, filename string, fileCap int64) error {
+	switch {
+	case size <= 0:
+		return ErrEmptyContent
+	case size > fileCap:
+		return ErrTooLarge
+	case filename == "":
+		return ErrEmptyFilename
+	case len(filename) > MaxFilenameBytes:
+		return ErrFilenameTooLong
 	}
 	return nil
 }

@@ -15,12 +15,12 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-func TestPutRoundTrip(t *testing.T) {
+func TestStageRoundTrip(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	ws := uuid.New()
 	content := []byte{0x00, 0xff, 0xfe, 'b', 'i', 'n', 0x80} // not UTF-8
-	rec, err := s.Put(ctx, ws, content, "blob.bin", "application/x-thing")
+	rec, err := stageOne(ctx, s, ws, content, "blob.bin", "application/x-thing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +35,8 @@ func TestPutRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Content, content) || got.Filename != "blob.bin" || got.Mimetype != "application/x-thing" ||
-		!bytes.Equal(got.SHA256, sum[:]) || got.S3Key != "" {
+	if !bytes.Equal(got.Inline(), content) || got.Filename != "blob.bin" || got.Mimetype != "application/x-thing" ||
+		!bytes.Equal(got.SHA256, sum[:]) || got.Key() != "" {
 		t.Fatalf("get: got %+v", got)
 	}
 	if uri := rec.URI(); uri != "platform-pending:"+ws.String()+"/"+rec.FileID.String() {
@@ -44,34 +44,34 @@ func TestPutRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPutTTL(t *testing.T) {
+func TestStageTTL(t *testing.T) {
 	s, _ := open(t)
 	s.TTL = 90 * 60e9 // 90 minutes
-	rec := mustPut(t, s, uuid.New(), "a.txt")
+	rec := mustStage(t, s, uuid.New(), "a.txt")
 	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != s.TTL {
 		t.Fatalf("expires_at - created_at: got %v, want %v", got, s.TTL)
 	}
 }
 
-// TestPutValidationBeforeDatabase: a bad item is refused before any
+// TestStageValidationBeforeDatabase: a bad item is refused before any
 // statement reaches Postgres: no row, no transaction.
-func TestPutValidationBeforeDatabase(t *testing.T) {
-	good := pendinguploads.PutItem{Content: []byte("x"), Filename: "ok.txt"}
+func TestStageValidationBeforeDatabase(t *testing.T) {
+	good := pendinguploads.File{Content: []byte("x"), Filename: "ok.txt"}
 	cases := []struct {
 		name  string
-		items []pendinguploads.PutItem
+		items []pendinguploads.File
 		want  error
 		index int
 	}{
-		{"ErrEmptyContent", []pendinguploads.PutItem{good, {Content: nil, Filename: "a"}}, pendinguploads.ErrEmptyContent, 1},
-		{"ErrTooLarge", []pendinguploads.PutItem{{Content: make([]byte, pendinguploads.DefaultMaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
-		{"ErrEmptyFilename", []pendinguploads.PutItem{good, good, {Content: []byte("x")}}, pendinguploads.ErrEmptyFilename, 2},
-		{"ErrFilenameTooLong", []pendinguploads.PutItem{{Content: []byte("x"), Filename: strings.Repeat("a", 101)}}, pendinguploads.ErrFilenameTooLong, 0},
+		{"ErrEmptyContent", []pendinguploads.File{good, {Content: nil, Filename: "a"}}, pendinguploads.ErrEmptyContent, 1},
+		{"ErrTooLarge", []pendinguploads.File{{Content: make([]byte, pendinguploads.DefaultMaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
+		{"ErrEmptyFilename", []pendinguploads.File{good, good, {Content: []byte("x")}}, pendinguploads.ErrEmptyFilename, 2},
+		{"ErrFilenameTooLong", []pendinguploads.File{{Content: []byte("x"), Filename: strings.Repeat("a", 101)}}, pendinguploads.ErrFilenameTooLong, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s, pool, tr := openTraced(t)
-			_, err := s.PutBatch(context.Background(), uuid.New(), c.items)
+			_, err := s.Stage(context.Background(), uuid.New(), c.items)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
@@ -89,11 +89,11 @@ func TestPutValidationBeforeDatabase(t *testing.T) {
 	}
 	t.Run("ErrTooManyItems", func(t *testing.T) {
 		s, _, tr := openTraced(t)
-		items := make([]pendinguploads.PutItem, pendinguploads.MaxBatch+1)
+		items := make([]pendinguploads.File, pendinguploads.MaxBatch+1)
 		for i := range items {
 			items[i] = good
 		}
-		if _, err := s.PutBatch(context.Background(), uuid.New(), items); !errors.Is(err, pendinguploads.ErrTooManyItems) {
+		if _, err := s.Stage(context.Background(), uuid.New(), items); !errors.Is(err, pendinguploads.ErrTooManyItems) {
 			t.Fatalf("got %v, want ErrTooManyItems", err)
 		}
 		if tr.total() != 0 {
@@ -103,7 +103,7 @@ func TestPutValidationBeforeDatabase(t *testing.T) {
 	t.Run("MaxFileBytesAccepted", func(t *testing.T) {
 		s, _ := open(t)
 		big := bytes.Repeat([]byte{0xab}, pendinguploads.DefaultMaxFileBytes)
-		rec, err := s.Put(context.Background(), uuid.New(), big, "big.bin", "")
+		rec, err := stageOne(context.Background(), s, uuid.New(), big, "big.bin", "")
 		if err != nil {
 			t.Fatalf("a file of exactly the cap: %v", err)
 		}
@@ -113,15 +113,15 @@ func TestPutValidationBeforeDatabase(t *testing.T) {
 	})
 }
 
-// TestPutBatchOneStatement: N rows go to Postgres in one INSERT, not N.
-func TestPutBatchOneStatement(t *testing.T) {
+// TestStageOneStatement: N rows go to Postgres in one INSERT, not N.
+func TestStageOneStatement(t *testing.T) {
 	s, pool, tr := openTraced(t)
 	ws := uuid.New()
-	items := make([]pendinguploads.PutItem, 16)
+	items := make([]pendinguploads.File, 16)
 	for i := range items {
-		items[i] = pendinguploads.PutItem{Content: []byte(fmt.Sprintf("file %d", i)), Filename: fmt.Sprintf("f%02d.txt", i)}
+		items[i] = pendinguploads.File{Content: []byte(fmt.Sprintf("file %d", i)), Filename: fmt.Sprintf("f%02d.txt", i)}
 	}
-	recs, err := s.PutBatch(context.Background(), ws, items)
+	recs, err := s.Stage(context.Background(), ws, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,18 +141,18 @@ func TestPutBatchOneStatement(t *testing.T) {
 	}
 }
 
-// TestPutBatchRollsBackOnRowK: Postgres refuses row K (a NUL byte in a
+// TestStageRollsBackOnRowK: Postgres refuses row K (a NUL byte in a
 // text column), and rows 0..K-1 are not stored either.
-func TestPutBatchRollsBackOnRowK(t *testing.T) {
+func TestStageRollsBackOnRowK(t *testing.T) {
 	for _, k := range []int{0, 2, 3} {
 		t.Run(fmt.Sprintf("K=%d", k), func(t *testing.T) {
 			s, pool := open(t)
-			items := make([]pendinguploads.PutItem, 4)
+			items := make([]pendinguploads.File, 4)
 			for i := range items {
-				items[i] = pendinguploads.PutItem{Content: []byte("x"), Filename: fmt.Sprintf("f%d", i)}
+				items[i] = pendinguploads.File{Content: []byte("x"), Filename: fmt.Sprintf("f%d", i)}
 			}
 			items[k].Filename = "bad\x00name"
-			if _, err := s.PutBatch(context.Background(), uuid.New(), items); err == nil {
+			if _, err := s.Stage(context.Background(), uuid.New(), items); err == nil {
 				t.Fatal("batch with a NUL byte accepted")
 			}
 			if n := countRows(t, pool, "pending_uploads"); n != 0 {
@@ -162,51 +162,22 @@ func TestPutBatchRollsBackOnRowK(t *testing.T) {
 	}
 }
 
-// TestPutBatchTxLeavesCommitToCaller: rows written by PutBatchTx are
-// visible only if the caller commits, and go with a rollback.
-func TestPutBatchTxLeavesCommitToCaller(t *testing.T) {
+// TestStageWritesActivityRows: each staged file has its activity_logs
+// row, as the platform's workspaces expect to find it.
+func TestStageWritesActivityRows(t *testing.T) {
 	s, pool := open(t)
 	ctx := context.Background()
 	ws := uuid.New()
-	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-
-	tx, err := pool.Begin(ctx)
+	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+	recs, err := s.Stage(ctx, ws, items)
 	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := s.PutBatchTx(ctx, tx, ws, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
-		t.Fatal(err)
-	}
-	if n := countRows(t, pool, "pending_uploads"); n != 0 {
-		t.Fatalf("rows visible before commit: %d", n)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := countRows(t, pool, "pending_uploads") + countRows(t, pool, "activity_logs"); n != 0 {
-		t.Fatalf("rows after rollback: %d", n)
-	}
-
-	tx, err = pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err = s.PutBatchTx(ctx, tx, ws, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pendinguploads.InsertActivityTx(ctx, tx, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := countRows(t, pool, "pending_uploads"); n != 2 {
-		t.Fatalf("rows after commit: got %d, want 2", n)
+		t.Fatalf("rows: got %d, want 2", n)
+	}
+	if n := countRows(t, pool, "activity_logs"); n != 2 {
+		t.Fatalf("activity rows: got %d, want 2", n)
 	}
 	var typ, method, target, summary, status, fileID, uri string
 	var size int64
@@ -228,8 +199,8 @@ func TestPutBatchTxLeavesCommitToCaller(t *testing.T) {
 func TestStageOneRoundTrip(t *testing.T) {
 	s, pool, tr := openTraced(t)
 	ctx := context.Background()
-	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-	if _, err := s.Stage(ctx, uuid.New(), items, nil); err != nil {
+	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+	if _, err := s.Stage(ctx, uuid.New(), items); err != nil {
 		t.Fatal(err)
 	}
 	if tr.count("INSERT INTO pending_uploads") != 1 || tr.count("INSERT INTO activity_logs") != 1 || tr.count("begin") != 0 {
@@ -237,7 +208,7 @@ func TestStageOneRoundTrip(t *testing.T) {
 			tr.count("INSERT INTO pending_uploads"), tr.count("INSERT INTO activity_logs"), tr.count("begin"))
 	}
 	mustExec(t, pool, `ALTER TABLE activity_logs ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`)
-	if _, err := s.Stage(ctx, uuid.New(), items, nil); err == nil {
+	if _, err := s.Stage(ctx, uuid.New(), items); err == nil {
 		t.Fatal("stage with refused activity rows succeeded")
 	}
 	if n := countRows(t, pool, "pending_uploads"); n != 2 {
@@ -250,10 +221,10 @@ func TestStageOneRoundTrip(t *testing.T) {
 func TestFileCapIsTheStores(t *testing.T) {
 	s, _ := open(t)
 	s.MaxFileBytes = 10
-	if _, err := s.Put(context.Background(), uuid.New(), make([]byte, 11), "a", ""); !errors.Is(err, pendinguploads.ErrTooLarge) {
+	if _, err := stageOne(context.Background(), s, uuid.New(), make([]byte, 11), "a", ""); !errors.Is(err, pendinguploads.ErrTooLarge) {
 		t.Fatalf("11 bytes over a cap of 10: got %v, want ErrTooLarge", err)
 	}
-	if _, err := s.Put(context.Background(), uuid.New(), make([]byte, 10), "a", ""); err != nil {
+	if _, err := stageOne(context.Background(), s, uuid.New(), make([]byte, 10), "a", ""); err != nil {
 		t.Fatalf("10 bytes under a cap of 10: %v", err)
 	}
 	s.MaxFileBytes = 1 << 40
@@ -274,8 +245,8 @@ func (staleDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.
 // so a request answered 503 during a freeze does not commit on resume.
 func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 	s, pool := open(t)
-	items := []pendinguploads.PutItem{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-	_, err := s.Stage(staleDeadline{context.Background()}, uuid.New(), items, nil)
+	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
+	_, err := s.Stage(staleDeadline{context.Background()}, uuid.New(), items)
 	if !pendinguploads.IsUnavailable(err) {
 		t.Fatalf("stage after the deadline: got %v, want an unavailable error", err)
 	}
@@ -284,7 +255,7 @@ func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.Stage(ctx, uuid.New(), items, nil); err != nil {
+	if _, err := s.Stage(ctx, uuid.New(), items); err != nil {
 		t.Fatalf("stage within its deadline: %v", err)
 	}
 }

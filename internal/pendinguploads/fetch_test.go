@@ -22,9 +22,9 @@ func TestFetchVisibility(t *testing.T) {
 	s, pool := open(t)
 	ctx := context.Background()
 	ws := uuid.New()
-	acked := mustPut(t, s, ws, "acked.txt")
-	ackedExpired := mustPut(t, s, ws, "acked-expired.txt")
-	expired := mustPut(t, s, ws, "expired.txt")
+	acked := mustStage(t, s, ws, "acked.txt")
+	ackedExpired := mustStage(t, s, ws, "acked-expired.txt")
+	expired := mustStage(t, s, ws, "expired.txt")
 	mustExec(t, pool, `UPDATE pending_uploads SET acked_at = now() WHERE file_id = ANY($1)`, []uuid.UUID{acked.FileID, ackedExpired.FileID})
 	mustExec(t, pool, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = ANY($1)`,
 		[]uuid.UUID{expired.FileID, ackedExpired.FileID})
@@ -32,7 +32,7 @@ func TestFetchVisibility(t *testing.T) {
 	for name, id := range map[string]uuid.UUID{"Acked": acked.FileID, "AckedPastExpiry": ackedExpired.FileID} {
 		t.Run(name, func(t *testing.T) {
 			rec, err := s.Fetch(ctx, ws, id)
-			if err != nil || rec.Content == nil || rec.FetchedAt == nil {
+			if err != nil || rec.Inline() == nil || rec.FetchedAt == nil {
 				t.Fatalf("got %+v, %v; want the row, its bytes, stamped", rec, err)
 			}
 		})
@@ -45,12 +45,12 @@ func TestFetchVisibility(t *testing.T) {
 		})
 	}
 	t.Run("ErrWrongWorkspace", func(t *testing.T) {
-		mine := mustPut(t, s, ws, "mine.txt")
+		mine := mustStage(t, s, ws, "mine.txt")
 		rec, err := s.Fetch(ctx, uuid.New(), mine.FileID)
 		if !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
-		if rec.Content != nil {
+		if rec.Inline() != nil {
 			t.Fatal("another workspace's bytes were returned")
 		}
 		var fetched *time.Time
@@ -67,13 +67,13 @@ func TestFetchStampsInOneStatement(t *testing.T) {
 	s, _, tr := openTraced(t)
 	ctx := context.Background()
 	ws := uuid.New()
-	rec, err := s.Put(ctx, ws, []byte("inline bytes"), "a.txt", "")
+	rec, err := stageOne(ctx, s, ws, []byte("inline bytes"), "a.txt", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := tr.total()
 	got, err := s.Fetch(ctx, ws, rec.FileID)
-	if err != nil || string(got.Content) != "inline bytes" || got.FetchedAt == nil {
+	if err != nil || string(got.Inline()) != "inline bytes" || got.FetchedAt == nil {
 		t.Fatalf("got %+v err=%v", got, err)
 	}
 	if n := tr.total() - before; n != 1 {
@@ -84,7 +84,7 @@ func TestFetchStampsInOneStatement(t *testing.T) {
 	if err != nil || !again.FetchedAt.After(*got.FetchedAt) {
 		t.Fatalf("fetched_at did not move to the latest fetch: %v then %v (%v)", got.FetchedAt, again.FetchedAt, err)
 	}
-	other := mustPut(t, s, ws, "b.txt")
+	other := mustStage(t, s, ws, "b.txt")
 	before = tr.total()
 	if _, err := s.Fetch(ctx, uuid.New(), other.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 		t.Fatalf("other workspace: got %v, want ErrWrongWorkspace", err)
@@ -105,7 +105,7 @@ func TestOpenLargeInline(t *testing.T) {
 	ws := uuid.New()
 	data := make([]byte, 2*pendinguploads.ChunkBytes+12345)
 	rand.Read(data)
-	put, err := s.Put(ctx, ws, data, "big.bin", "")
+	put, err := stageOne(ctx, s, ws, data, "big.bin", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +113,8 @@ func TestOpenLargeInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Content != nil {
-		t.Fatalf("Fetch carried %d bytes of a file over ChunkBytes", len(rec.Content))
+	if rec.Inline() != nil {
+		t.Fatalf("Fetch carried %d bytes of a file over ChunkBytes", len(rec.Inline()))
 	}
 	size := int64(len(data))
 	for _, r := range [][2]int64{{0, size}, {1, size - 1}, {pendinguploads.ChunkBytes - 1, 3}, {size - 1, 1}, {0, pendinguploads.ChunkBytes + 1}} {
@@ -144,7 +144,7 @@ func TestOpenSnapshot(t *testing.T) {
 	rand.Read(data)
 
 	t.Run("SweptWhileReading", func(t *testing.T) {
-		put, err := s.Put(ctx, ws, data, "a.bin", "")
+		put, err := stageOne(ctx, s, ws, data, "a.bin", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestOpenSnapshot(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotFoundSweptBeforeOpen", func(t *testing.T) {
-		put, err := s.Put(ctx, ws, data, "b.bin", "")
+		put, err := stageOne(ctx, s, ws, data, "b.bin", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -18,8 +19,8 @@ const ChunkBytes = 1 << 20
 // Fetch looks up file fileID of workspaceID for serving, and stamps its
 // fetched_at (a later fetch moves it again). A servable row is unacked and
 // unexpired, or acked and not yet swept: the canvas re-opens attachments
-// after the workspace acked them. Content is set when the bytes are inline
-// and at most ChunkBytes; read any other file with Open.
+// after the workspace acked them. An inline file of at most ChunkBytes
+// comes with the row; Open reads any file.
 //
 // It returns ErrNotFound for an absent or expired row, and for a row that
 // vanished (swept) while the statement ran; ErrWrongWorkspace for another
@@ -48,7 +49,7 @@ func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (Recor
 		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now())`,
 		fileID, workspaceID, int64(ChunkBytes)).Scan(
 		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
-		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.Content, &stamped)
+		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.content, &stamped)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Record{}, ErrNotFound
 	}
@@ -62,10 +63,10 @@ func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (Recor
 		return Record{}, ErrNotFound
 	}
 	if key != nil {
-		r.S3Key = *key
+		r.s3Key = *key
 	}
-	if r.S3Key == "" && r.Content != nil && int64(len(r.Content)) != r.SizeBytes {
-		return Record{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.Content), r.SizeBytes)
+	if r.s3Key == "" && r.content != nil && int64(len(r.content)) != r.SizeBytes {
+		return Record{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)
 	}
 	return r, nil
 }
@@ -85,11 +86,11 @@ func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser
 	if off < 0 || n < 0 || off+n > r.SizeBytes {
 		return nil, fmt.Errorf("open %s: range %d+%d outside %d bytes", r.FileID, off, n, r.SizeBytes)
 	}
-	if r.S3Key != "" {
-		if s.Blobs == nil {
-			return nil, fmt.Errorf("open %s: %w", r.FileID, ErrNoBlobs)
+	if r.s3Key != "" {
+		if s.bucket == nil {
+			return nil, fmt.Errorf("open %s: %w", r.FileID, ErrNoBucket)
 		}
-		body, err := s.Blobs.Open(ctx, r.S3Key, off, n)
+		body, err := s.bucket.Open(ctx, r.s3Key, off, n)
 		if errors.Is(err, ErrBlobNotFound) {
 			return nil, ErrNotFound
 		}
@@ -98,8 +99,8 @@ func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser
 		}
 		return body, nil
 	}
-	if r.Content != nil {
-		return io.NopCloser(io.NewSectionReader(bytesReaderAt(r.Content), off, n)), nil
+	if r.content != nil {
+		return io.NopCloser(io.NewSectionReader(bytesReaderAt(r.content), off, n)), nil
 	}
 	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -113,6 +114,23 @@ func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser
 		return nil, err
 	}
 	return rr, nil
+}
+
+// presignGetTTL is how long a redirect's presigned GET lives.
+const presignGetTTL = 5 * time.Minute
+
+// SignGet returns a presigned GET of r's object whose answer carries the
+// given Content-Disposition and Content-Type, for r as Fetch returned it;
+// ok is false, with no error, for a file that is not in the bucket.
+func (s *Store) SignGet(ctx context.Context, r Record, disposition, contentType string) (url string, ok bool, err error) {
+	if r.s3Key == "" || s.bucket == nil {
+		return "", false, nil
+	}
+	url, err = s.bucket.PresignGet(ctx, r.s3Key, disposition, contentType, presignGetTTL)
+	if err != nil {
+		return "", false, wrap(fmt.Sprintf("sign get %s", r.FileID), err)
+	}
+	return url, true, nil
 }
 
 // rowReader reads an inline file's bytes chunk by chunk in one snapshot.

@@ -1,0 +1,52 @@
+package pendinguploads
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Bucket is the object store that holds files too large to keep inline,
+// and lets clients talk to it directly through presigned requests. The
+// Store alone chooses its keys (never from a file's name); s3blobs.Store
+// is the one in production.
+//
+// Implementations must be safe for concurrent use. Open and Copy return
+// an error wrapping ErrBlobNotFound for an absent key; Delete treats absent
+// keys as already deleted, so a retried sweep is harmless.
+type Bucket interface {
+	// Put stores content under key with the given Content-Type.
+	Put(ctx context.Context, key string, content []byte, mimetype string) error
+	// Open returns n bytes of the object from offset off, streamed: the
+	// reader yields exactly n bytes or an error, and an object shorter
+	// than off+n is an error.
+	Open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
+	// Copy copies the object at src to dst, server-side.
+	Copy(ctx context.Context, src, dst string) error
+	// Digest returns the object's size and SHA-256, reading it as a
+	// stream (never whole in memory).
+	Digest(ctx context.Context, key string) (int64, []byte, error)
+	// Delete removes keys; a refusal of some keys is a
+	// *PartialDeleteError naming them.
+	Delete(ctx context.Context, keys []string) error
+	// PresignPut signs a PUT of exactly size bytes of mimetype to key and
+	// returns the URL and the headers the client must send.
+	PresignPut(ctx context.Context, key string, size int64, mimetype string, ttl time.Duration) (string, map[string]string, error)
+	// PresignGet signs a GET of key whose answer carries the given
+	// Content-Disposition and Content-Type.
+	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)
+}
+
+// PartialDeleteError is the error of a Bucket.Delete that removed some
+// keys and was refused the others (permissions, object lock, …): Refused
+// names them, so that the sweep keeps their rows and goes on with the rest.
+type PartialDeleteError struct {
+	Refused []string
+	Err     error // the first refusal
+}
+
+func (e *PartialDeleteError) Error() string {
+	return fmt.Sprintf("%d refused, first: %v", len(e.Refused), e.Err)
+}
+func (e *PartialDeleteError) Unwrap() error { return e.Err }

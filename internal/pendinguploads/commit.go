@@ -1,0 +1,413 @@
+package pendinguploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// A presigned upload goes in three steps. Presign records what the client
+// promises (name, type, size) and signs a PUT of exactly that many bytes
+// to a staging key; the client puts the bytes into the bucket; Commit
+// places each object under a key only the server writes, measures it, and
+// stages its row. Nothing is visible to the workspace before the commit.
+
+// Presign and commit windows.
+const (
+	// presignPutTTL is how long a presigned PUT URL lives.
+	presignPutTTL = 15 * time.Minute
+	// commitWindow is how long after a presign its upload may
+	// still be committed: the PUT URL lives 15 minutes, and a slow client
+	// gets time to finish the PUT and then commit.
+	commitWindow = time.Hour
+)
+
+// octetStream is the Content-Type a PUT is signed for when the client
+// declared none.
+const octetStream = "application/octet-stream"
+
+// Declared is a file a client means to put into the bucket.
+type Declared struct {
+	Filename string // already sanitized: 1..100 bytes
+	Mimetype string // already made safe; may be empty
+	Size     int64
+}
+
+// PresignedPut is the signed PUT of one declared file.
+type PresignedPut struct {
+	UploadID  uuid.UUID
+	URL       string
+	Headers   map[string]string // to send with the PUT, exactly
+	ExpiresAt time.Time         // of the URL
+}
+
+// Presign records files as presigned uploads of workspaceID, in one
+// statement, and signs a PUT of each, in input order. It validates every
+// file first, as Stage does (an *ItemError; ErrTooManyItems), and returns
+// ErrNoBucket when the Store has no bucket.
+func (s *Store) Presign(ctx context.Context, workspaceID uuid.UUID, files []Declared) ([]PresignedPut, error) {
+	if s.bucket == nil {
+		return nil, ErrNoBucket
+	}
+	if len(files) > MaxBatch {
+		return nil, ErrTooManyItems
+	}
+	for i, f := range files {
+		if err := validateFile(f.Size, f.Filename, s.FileCap()); err != nil {
+			return nil, &ItemError{Index: i, Err: err}
+		}
+	}
+	promises := make([]promise, len(files))
+	for i, f := range files {
+		promises[i] = promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
+			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size}
+	}
+	if err := s.recordPromises(ctx, promises); err != nil {
+		return nil, err
+	}
+	expires := time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)
+	out := make([]PresignedPut, len(promises))
+	for i, p := range promises {
+		ctype := p.Mimetype
+		if ctype == "" {
+			ctype = octetStream
+		}
+		url, headers, err := s.bucket.PresignPut(ctx, p.stagingKey(), p.SizeBytes, ctype, presignPutTTL)
+		if err != nil {
+			return nil, wrap("presign put", err)
+		}
+		out[i] = PresignedPut{UploadID: p.UploadID, URL: url, Headers: headers, ExpiresAt: expires}
+	}
+	return out, nil
+}
+
+// NotReceivedError is Commit's refusal of an upload it cannot commit:
+// unknown or expired, already committed beside new uploads, taken by a
+// concurrent commit, no object in the bucket, or an object of another
+// size than declared. Nothing is stored.
+type NotReceivedError struct {
+	UploadID uuid.UUID
+	Reason   string
+}
+
+func (e *NotReceivedError) Error() string {
+	return fmt.Sprintf("upload %s not received: %s", e.UploadID, e.Reason)
+}
+
+// Commit stages, for workspaceID, the files whose bytes clients put into
+// the bucket after Presign: every upload or none. Each staging object is
+// copied to a key only the server writes and measured there: its size
+// must be the declared one, and its SHA-256 is the digest the workspace
+// will verify, whatever the client does with its PUT URL meanwhile. The
+// rows, their activity rows and the consumption of the presigned uploads
+// commit in one transaction; the staging objects are then deleted.
+//
+// A commit whose every upload this workspace committed before (a client
+// retrying a commit whose answer it lost, or the loser of a race with its
+// own twin) returns the files that commit stored, with replayed true, and
+// stores nothing. A mix of new and committed uploads is refused as a
+// whole, naming the first committed one. Refusals are *NotReceivedError;
+// ErrNoBucket without a bucket.
+func (s *Store) Commit(ctx context.Context, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
+	if s.bucket == nil {
+		return nil, false, ErrNoBucket
+	}
+	if len(uploadIDs) > MaxBatch {
+		return nil, false, ErrTooManyItems
+	}
+	promised, err := s.lookupPromises(ctx, workspaceID, uploadIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	if recs, ok, err := s.replay(ctx, workspaceID, uploadIDs, promised); ok || err != nil {
+		return recs, ok, err
+	}
+	for _, id := range uploadIDs {
+		p, ok := promised[id]
+		if !ok {
+			return nil, false, &NotReceivedError{id, "unknown or expired"}
+		}
+		if p.committed() {
+			return nil, false, &NotReceivedError{id, "already committed, beside new uploads"}
+		}
+	}
+	items, err := s.place(ctx, workspaceID, uploadIDs, promised)
+	if err == nil {
+		recs, err = s.stageClaimed(ctx, workspaceID, items, uploadIDs)
+	}
+	var nr *NotReceivedError
+	if ce, ok := errors.AsType[*claimError](err); ok {
+		nr = &NotReceivedError{ce.uploadID, "taken by a concurrent commit"}
+	} else {
+		nr, _ = errors.AsType[*NotReceivedError](err)
+	}
+	if nr != nil {
+		// A concurrent commit of the same uploads may have taken them (or
+		// their staging objects) first: then this is its retry.
+		if recs, ok, err := s.replay(ctx, workspaceID, uploadIDs, nil); ok || err != nil {
+			return recs, ok, err
+		}
+		return nil, false, nr
+	}
+	if err != nil {
+		return nil, false, err // the staging objects stay, for a retry
+	}
+	// Committed: the objects under objects/ are the files now. The
+	// lifecycle rule removes any staging object this misses.
+	keys := make([]string, len(uploadIDs))
+	for i, id := range uploadIDs {
+		keys[i] = promised[id].stagingKey()
+	}
+	_ = s.bucket.Delete(ctx, keys)
+	return recs, false, nil
+}
+
+// replay returns the files a commit of every one of ids stored before,
+// and ok; ok is false unless every upload was committed and its file is
+// still there. With promised nil it looks the uploads up itself.
+func (s *Store) replay(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]Record, bool, error) {
+	if promised == nil {
+		var err error
+		if promised, err = s.lookupPromises(ctx, workspaceID, ids); err != nil {
+			return nil, false, err
+		}
+	}
+	fileIDs := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
+		p, ok := promised[id]
+		if !ok || !p.committed() {
+			return nil, false, nil
+		}
+		fileIDs[i] = p.FileID
+	}
+	byID, err := s.committedFiles(ctx, workspaceID, fileIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	recs := make([]Record, len(ids))
+	for i, fid := range fileIDs {
+		rec, ok := byID[fid]
+		if !ok {
+			return nil, false, nil // committed, then swept: not a retry any more
+		}
+		recs[i] = rec
+	}
+	return recs, true, nil
+}
+
+// placeConcurrency bounds the objects one commit copies and hashes at once.
+const placeConcurrency = 4
+
+// place copies each staged object to objectKey(workspace, new file ID)
+// and measures the copy. On failure the copies made so far are
+// discarded; the staging objects stay for a retry.
+func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]item, error) {
+	items := make([]item, len(ids))
+	var mu sync.Mutex
+	var placed []Record
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(placeConcurrency)
+	for i, id := range ids {
+		p, fid := promised[id], uuid.New()
+		dst := objectKey(workspaceID, fid)
+		g.Go(func() error {
+			err := s.bucket.Copy(gctx, p.stagingKey(), dst)
+			if errors.Is(err, ErrBlobNotFound) {
+				return &NotReceivedError{id, "no object"}
+			}
+			if err != nil {
+				return wrap("commit: copy", err)
+			}
+			mu.Lock()
+			placed = append(placed, Record{s3Key: dst})
+			mu.Unlock()
+			n, sum, err := s.bucket.Digest(gctx, dst)
+			if err != nil {
+				return wrap("commit: digest", err)
+			}
+			if n != p.SizeBytes {
+				return &NotReceivedError{id, fmt.Sprintf("object holds %d bytes, %d declared", n, p.SizeBytes)}
+			}
+			items[i] = item{File: File{Filename: p.Filename, Mimetype: p.Mimetype},
+				inBucket: true, fileID: fid, size: n, sha256: sum}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.discard(ctx, placed)
+		return nil, err
+	}
+	return items, nil
+}
+
+// promise is a presigned upload: what a client was allowed to PUT.
+type promise struct {
+	UploadID    uuid.UUID
+	WorkspaceID uuid.UUID
+	Filename    string
+	Mimetype    string
+	SizeBytes   int64
+	// FileID is the file a commit made of it; uuid.Nil while uncommitted.
+	FileID uuid.UUID
+}
+
+func (p promise) committed() bool { return p.FileID != uuid.Nil }
+
+func (p promise) stagingKey() string { return stagingKey(p.WorkspaceID, p.UploadID) }
+
+// claimError is claimPresigned's refusal, naming the first upload (in
+// the order given) that was gone: unknown, expired, or taken by another
+// commit.
+type claimError struct {
+	uploadID uuid.UUID
+}
+
+func (e *claimError) Error() string {
+	return fmt.Sprintf("claim presigned %s: %v", e.uploadID, ErrNotFound)
+}
+
+// recordPromises remembers what a presign promised, in one statement,
+// committable until now + commitWindow.
+func (s *Store) recordPromises(ctx context.Context, items []promise) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if len(items) > MaxBatch {
+		return ErrTooManyItems
+	}
+	ids := make([]uuid.UUID, len(items))
+	wss := make([]uuid.UUID, len(items))
+	names := make([]string, len(items))
+	types := make([]string, len(items))
+	sizes := make([]int64, len(items))
+	for i, it := range items {
+		ids[i], wss[i], names[i], types[i], sizes[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes
+	}
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, expires_at)
+		SELECT u.id, u.ws, u.name, u.type, u.size, now() + $6::bigint * interval '1 microsecond'
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[]) AS u(id, ws, name, type, size)
+`,
+		ids, wss, names, types, sizes, commitWindow.Microseconds())
+	if err != nil {
+		return wrap("record presigned", err)
+	}
+	if n := tag.RowsAffected(); n != int64(len(items)) {
+		return fmt.Errorf("record presigned: inserted %d rows, want %d", n, len(items))
+	}
+	return nil
+}
+
+// lookupPromises returns the unexpired presigned uploads of workspaceID
+// among ids, committed ones included (with their FileID). Missing ones
+// are absent from the map.
+func (s *Store) lookupPromises(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]promise, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
+		FROM presigned_uploads
+		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now()`, ids, workspaceID)
+	if err != nil {
+		return nil, wrap("lookup presigned", err)
+	}
+	out := make(map[uuid.UUID]promise, len(ids))
+	for rows.Next() {
+		var p promise
+		if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.FileID); err != nil {
+			rows.Close()
+			return nil, wrap("lookup presigned", err)
+		}
+		out[p.UploadID] = p
+	}
+	return out, wrap("lookup presigned", rows.Err())
+}
+
+// committedFiles returns the rows of workspaceID's files among fileIDs
+// (without content), whatever their state; missing ones are absent. A
+// retried commit answers with them.
+func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
+		FROM pending_uploads
+		WHERE file_id = ANY($1) AND workspace_id = $2`, fileIDs, workspaceID)
+	if err != nil {
+		return nil, wrap("committed files", err)
+	}
+	out := make(map[uuid.UUID]Record, len(fileIDs))
+	for rows.Next() {
+		var r Record
+		if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256, &r.s3Key); err != nil {
+			rows.Close()
+			return nil, wrap("committed files", err)
+		}
+		out[r.FileID] = r
+	}
+	return out, wrap("committed files", rows.Err())
+}
+
+// claimPresigned consumes the presigned uploads ids of workspaceID inside
+// tx, recording fileIDs[i] as the file ids[i] became. Unless every one
+// was still there (unexpired, uncommitted), it returns a *claimError
+// naming the first that was not:
+// a concurrent commit of the same upload loses here, and its transaction
+// must roll back. Rows are locked in upload_id order first, so two
+// commits sharing uploads wait for each other instead of deadlocking.
+func claimPresigned(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID, ids, fileIDs []uuid.UUID) error {
+	if len(ids) != len(fileIDs) {
+		return fmt.Errorf("claim presigned: %d uploads, %d file IDs", len(ids), len(fileIDs))
+	}
+	if _, err := tx.Exec(ctx, `
+		SELECT 1 FROM presigned_uploads WHERE upload_id = ANY($1) AND workspace_id = $2
+		ORDER BY upload_id FOR UPDATE`, ids, workspaceID); err != nil {
+		return wrap("claim presigned: lock", err)
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE presigned_uploads p SET file_id = c.fid
+		FROM unnest($1::uuid[], $3::uuid[]) AS c(id, fid)
+		WHERE p.upload_id = c.id AND p.workspace_id = $2 AND p.expires_at > now() AND p.file_id IS NULL
+		RETURNING p.upload_id`, ids, workspaceID, fileIDs)
+	if err != nil {
+		return wrap("claim presigned", err)
+	}
+	claimed := make(map[uuid.UUID]bool, len(ids))
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return wrap("claim presigned", err)
+		}
+		claimed[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return wrap("claim presigned", err)
+	}
+	for _, id := range ids {
+		if !claimed[id] {
+			return &claimError{uploadID: id}
+		}
+	}
+	return nil
+}
+
+// sweepPresigned deletes expired presigned uploads, in batches.
+func (s *Store) sweepPresigned(ctx context.Context) (int, error) {
+	total := 0
+	for i := 0; i < maxSweepBatches; i++ {
+		tag, err := s.db.Exec(ctx, `
+			DELETE FROM presigned_uploads WHERE upload_id IN (
+			    SELECT upload_id FROM presigned_uploads WHERE expires_at < now() LIMIT $1)`, s.sweepBatch())
+		if err != nil {
+			return total, wrap("sweep presigned", err)
+		}
+		total += int(tag.RowsAffected())
+		if int(tag.RowsAffected()) < s.sweepBatch() {
+			break
+		}
+	}
+	return total, nil
+}
