@@ -20,12 +20,14 @@ import (
 // ErrInvalid without a query.
 const MaxTokenBytes = 512
 
-// Errors of Authenticate and Principal.Allows; the HTTP layer turns them
-// into API.md's 401 and 503 answers.
+// Errors of Authenticate; the HTTP layer turns them into API.md's 401 and
+// 503 answers (and a token of another workspace, which Principal.Allows
+// tells, into the same 401 as ErrInvalid).
 var (
 	// ErrMissing: no Authorization header with the Bearer scheme.
 	ErrMissing = errors.New("auth: missing bearer token")
-	// ErrInvalid: unknown, revoked, or another workspace's token.
+	// ErrInvalid: a token that is neither the admin's nor a live (known,
+	// unrevoked) workspace token.
 	ErrInvalid = errors.New("auth: invalid token")
 	// ErrUnavailable: the token store could not be reached; wraps the cause.
 	ErrUnavailable = errors.New("auth: token store unavailable")

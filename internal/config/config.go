@@ -13,7 +13,8 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
-// Config is every setting of DESIGN.md's table.
+// Config is every setting of the service: the environment variables of
+// README.md's Configuration table.
 type Config struct {
 	DatabaseURL string // DATABASE_URL
 	DBSecretARN string // DB_SECRET_ARN: Secrets Manager, RDS JSON shape

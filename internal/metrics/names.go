@@ -13,7 +13,8 @@ const (
 	StagedBytes = "pending_uploads_staged_bytes"
 	// Fetched counts content fetches answered 200 or 307.
 	Fetched = "pending_uploads_fetched"
-	// Acked counts acks answered 200.
+	// Acked counts files acked for the first time; a repeated ack (or
+	// one that raced a sweep) answers 200 but is not counted.
 	Acked = "pending_uploads_acked"
 	// BacklogFiles is the number of files waiting (neither acked nor
 	// expired), measured by each sweep.
