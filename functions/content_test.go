@@ -62,7 +62,7 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	}
 	ids := make([]string, len(files))
 	for i, f := range files {
-		recs, err := store.Stage(ctx, ws, []pendinguploads.File{{Content: f.data, Filename: f.name, Mimetype: "application/octet-stream"}})
+		recs, err := store.Stage(ctx, nil, ws, []pendinguploads.File{{Content: f.data, Filename: f.name, Mimetype: "application/octet-stream"}})
 		if err != nil {
 			t.Fatalf("stage %s: %v", f.name, err)
 		}
@@ -201,7 +201,7 @@ func TestContentAbortsCutStream(t *testing.T) {
 	s3c, bucket := s3test.NewBucket(t, ep)
 	store := pendinguploads.New(openPool(t, dbURL), s3blobs.NewFromClient(s3c, bucket))
 	data := randomFile(8 << 20)
-	recs, err := store.Stage(context.Background(), uuid.MustParse(workspacePlaceholder),
+	recs, err := store.Stage(context.Background(), nil, uuid.MustParse(workspacePlaceholder),
 		[]pendinguploads.File{{Content: data, Filename: "cut.bin", Mimetype: "application/octet-stream"}})
 	if err != nil || !recs[0].InBucket() {
 		t.Fatalf("stage: %v (in the bucket: %v)", err, err == nil && recs[0].InBucket())

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -36,13 +35,19 @@ var (
 // Principal is who a request acts as.
 type Principal struct {
 	Admin       bool
-	WorkspaceID uuid.UUID // the token's workspace; zero for the admin
-	TokenPrefix string    // safe to log
+	WorkspaceID uuid.UUID // the token's workspace, once verified; zero for the admin
+	TokenPrefix string    // safe to log; set once verified
+	// TokenHash is the SHA-256 of a workspace bearer's token; nil for the
+	// admin.
+	TokenHash []byte
+	// Verified says the token was found live (always true for the admin).
+	Verified bool
 }
 
-// Allows reports whether p may act on workspaceID (by UUID value).
+// Allows reports whether p may act on workspaceID (by UUID value): the
+// admin, or a verified token of that workspace.
 func (p Principal) Allows(workspaceID uuid.UUID) bool {
-	return p.Admin || p.WorkspaceID == workspaceID
+	return p.Admin || (p.Verified && p.WorkspaceID == workspaceID)
 }
 
 // Authenticator checks bearer tokens. It is safe for concurrent use.
@@ -82,11 +87,13 @@ func BearerToken(r *http.Request) string {
 	return strings.TrimSpace(tok)
 }
 
-// Authenticate identifies the bearer of r: ErrMissing without a bearer
-// token, ErrInvalid for a token that is neither the admin's nor a live
-// workspace token, ErrUnavailable when the token store cannot answer. A
-// workspace token's last_used_at is stamped, at most once a minute.
-func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Principal, error) {
+// Identify reads the bearer of r without the database: ErrMissing
+// without a bearer token; the admin, verified (a constant-time compare of
+// digests); ErrInvalid for a token too long to be any; otherwise a
+// workspace bearer whose token is still to be checked, by the store call
+// that serves the request in the same round trip (pendinguploads.Caller)
+// or by Verify.
+func (a *Authenticator) Identify(r *http.Request) (Principal, error) {
 	tok := BearerToken(r)
 	if tok == "" {
 		return Principal{}, ErrMissing
@@ -95,37 +102,60 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Prin
 	// comparison leaks nothing about the admin token, not even its length.
 	sum := sha256.Sum256([]byte(tok))
 	if subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
-		return Principal{Admin: true, TokenPrefix: "admin"}, nil
+		return Principal{Admin: true, TokenPrefix: "admin", Verified: true}, nil
 	}
 	if len(tok) > MaxTokenBytes {
 		return Principal{}, ErrInvalid
 	}
 	// Any bearer is looked up by its hash: tokens the platform minted have
-	// no prefix of ours. The index compares digests, never tokens.
-	var p Principal
-	var fresh bool
-	err := a.db.QueryRow(ctx, `
-		SELECT workspace_id, prefix, coalesce(last_used_at > now() - interval '1 minute', false)
-		FROM workspace_auth_tokens
-		WHERE token_hash = $1 AND revoked_at IS NULL`, sum[:]).Scan(&p.WorkspaceID, &p.TokenPrefix, &fresh)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Principal{}, ErrInvalid
+	// no prefix of ours.
+	return Principal{TokenHash: sum[:]}, nil
+}
+
+// Verify checks an identified bearer on its own, one round trip:
+// ErrInvalid for a token that is not a live workspace token, ErrUnavailable
+// when the token store cannot answer. It stamps last_used_at when due.
+func (a *Authenticator) Verify(ctx context.Context, p Principal) (Principal, error) {
+	if p.Verified {
+		return p, nil
 	}
-	if err != nil {
-		if pendinguploads.IsUnavailable(err) {
-			return Principal{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
+	t, err := pendinguploads.LookupToken(ctx, a.db, p.TokenHash)
+	switch {
+	case errors.Is(err, pendinguploads.ErrTokenInvalid):
+		return Principal{}, ErrInvalid
+	case err != nil && pendinguploads.IsUnavailable(err):
+		return Principal{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case err != nil:
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	if !fresh {
-		// Best-effort, at most once a minute, and never waiting: a row
-		// locked by someone else is skipped, and a failure (a read-only
-		// replica) is logged, not answered.
-		if _, err := a.db.Exec(ctx, `
-			UPDATE workspace_auth_tokens SET last_used_at = now()
-			WHERE ctid = (SELECT ctid FROM workspace_auth_tokens WHERE token_hash = $1 FOR NO KEY UPDATE SKIP LOCKED)`, sum[:]); err != nil {
-			a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
-		}
+	p.WorkspaceID, p.TokenPrefix, p.Verified = t.WorkspaceID, t.Prefix, true
+	if t.Stale {
+		a.Stamp(ctx, p)
 	}
 	return p, nil
+}
+
+// Authenticate identifies and verifies the bearer of r: Identify, then
+// Verify.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Principal, error) {
+	p, err := a.Identify(r)
+	if err != nil {
+		return Principal{}, err
+	}
+	return a.Verify(ctx, p)
+}
+
+// Stamp sets a workspace token's last_used_at: best-effort, due at most
+// once a minute (pendinguploads.Token.Stale), and never waiting: a row
+// locked by someone else is skipped, and a failure (a read-only replica)
+// is logged, not answered.
+func (a *Authenticator) Stamp(ctx context.Context, p Principal) {
+	if p.TokenHash == nil {
+		return
+	}
+	if _, err := a.db.Exec(ctx, `
+		UPDATE workspace_auth_tokens SET last_used_at = now()
+		WHERE ctid = (SELECT ctid FROM workspace_auth_tokens WHERE token_hash = $1 FOR NO KEY UPDATE SKIP LOCKED)`, p.TokenHash); err != nil {
+		a.logger().Warn("last_used_at not stamped", "token_prefix", p.TokenPrefix, "err", err)
+	}
 }

@@ -9,7 +9,7 @@ import (
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
 func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, err := a.guard(r)
+	ws, c, err := a.guard(r)
 	if err != nil {
 		return err
 	}
@@ -17,7 +17,7 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.store.Ack(r.Context(), ws, id)
+	res, err := a.store.Ack(r.Context(), c, ws, id)
 	if err != nil {
 		return err
 	}

@@ -77,9 +77,11 @@ func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 // serve runs rt's handler and answers the error it returns.
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := rt.handle(a, w, r); err != nil {
+		err := rt.handle(a, w, r)
+		if err != nil {
 			a.fail(w, r, err)
 		}
+		a.stampIfDue(r)
 	}
 }
 
@@ -154,7 +156,7 @@ func matchPath(pattern, p string) bool {
 // notFound answers a request no route takes: 404, after authentication,
 // which comes before anything else on every request.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
-	err := a.authenticate(r)
+	_, err := a.authenticate(r)
 	if err == nil {
 		err = errNotFound
 	}
@@ -175,52 +177,106 @@ func (a *API) maxRequest() int64 {
 	return DefaultMaxRequestBytes
 }
 
-// guard authenticates the request, then parses the workspace ID, then
-// checks the token may act on it. Authentication comes first: an
-// unauthenticated caller learns nothing, not even whether its path
-// parses.
-func (a *API) guard(r *http.Request) (uuid.UUID, error) {
-	if err := a.authenticate(r); err != nil {
-		return uuid.Nil, err
+// guard identifies the bearer, then parses the workspace ID, and returns
+// who the store call that serves the request acts for. A workspace token
+// is checked by that call, in its own round trip (pendinguploads.Caller);
+// an answer given before it (a bad path, a bad body) checks the token
+// first (fail), so an unauthenticated caller learns nothing, not even
+// whether its path parses.
+func (a *API) guard(r *http.Request) (uuid.UUID, *pendinguploads.Caller, error) {
+	p, err := a.authenticate(r)
+	if err != nil {
+		return uuid.Nil, nil, err
 	}
 	ws, err := uuid.Parse(r.PathValue("workspaceId"))
 	if err != nil {
-		return uuid.Nil, errBadWorkspaceID
+		return uuid.Nil, nil, errBadWorkspaceID
 	}
-	if p, _ := principalOf(r); !p.Allows(ws) {
-		return uuid.Nil, fmt.Errorf("token of another workspace: %w", errInvalidToken)
+	if p.Admin {
+		return ws, nil, nil // the admin's token is checked already, and may act on any workspace
 	}
-	return ws, nil
+	c := &pendinguploads.Caller{TokenHash: p.TokenHash}
+	if st := stateOf(r); st != nil {
+		st.caller = c
+	}
+	return ws, c, nil
 }
 
-// authenticate identifies the bearer, and notes who it is on the request
-// (for the log lines of its answer).
-func (a *API) authenticate(r *http.Request) error {
-	p, err := a.authn.Authenticate(r.Context(), r)
+// authenticate identifies the bearer (without the database), and notes it
+// on the request.
+func (a *API) authenticate(r *http.Request) (auth.Principal, error) {
+	p, err := a.authn.Identify(r)
 	if err != nil {
-		return err
+		return p, err
 	}
-	if st, ok := r.Context().Value(stateKey{}).(*requestState); ok {
-		st.principal, st.authenticated = p, true
+	if st := stateOf(r); st != nil {
+		st.principal, st.identified = p, true
 	}
-	return nil
+	return p, nil
 }
 
-// requestState is what front keeps for one request: who it acts as, once
-// authenticated.
+// requestState is what front keeps for one request: who it acts as.
 type requestState struct {
-	principal     auth.Principal
-	authenticated bool
+	principal  auth.Principal
+	identified bool
+	// caller is the store's view of a workspace bearer: its token, once a
+	// store call found it.
+	caller *pendinguploads.Caller
 }
 
 type stateKey struct{}
 
+func stateOf(r *http.Request) *requestState {
+	st, _ := r.Context().Value(stateKey{}).(*requestState)
+	return st
+}
+
+// principalOf is who the request acts as, as far as it is known: verified
+// once a store call found the token (or Verify did).
 func principalOf(r *http.Request) (auth.Principal, bool) {
-	st, ok := r.Context().Value(stateKey{}).(*requestState)
-	if !ok || !st.authenticated {
+	st := stateOf(r)
+	if st == nil || !st.identified {
 		return auth.Principal{}, false
 	}
-	return st.principal, true
+	p := st.principal
+	if !p.Verified && st.caller != nil && st.caller.Token != nil {
+		t := st.caller.Token
+		p.WorkspaceID, p.TokenPrefix, p.Verified = t.WorkspaceID, t.Prefix, true
+	}
+	return p, true
+}
+
+// verifyBeforeRefusal checks a bearer no store call has checked yet, for
+// an answer given before any: a token that is not live is a 401 instead,
+// and so is another workspace's token on a path that names a workspace.
+// Otherwise the refusal stands.
+func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
+	p, ok := principalOf(r)
+	if !ok || p.Verified {
+		return refusal
+	}
+	p, err := a.authn.Verify(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	st := stateOf(r)
+	st.principal = p
+	if ws, err := uuid.Parse(r.PathValue("workspaceId")); err == nil && !p.Allows(ws) {
+		return fmt.Errorf("token of another workspace: %w", errInvalidToken)
+	}
+	return refusal
+}
+
+// stampIfDue stamps the token's last_used_at when the store call that
+// found it says it is due (at most once a minute): the one extra round
+// trip, and a rare one.
+func (a *API) stampIfDue(r *http.Request) {
+	st := stateOf(r)
+	if st == nil || st.caller == nil || st.caller.Token == nil || !st.caller.Token.Stale {
+		return
+	}
+	p, _ := principalOf(r)
+	a.authn.Stamp(r.Context(), p)
 }
 
 // fileID parses the {fileId} path value.

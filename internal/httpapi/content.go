@@ -23,7 +23,7 @@ import (
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, err := a.guard(r)
+	ws, c, err := a.guard(r)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	rec, err := a.store.Fetch(ctx, ws, id)
+	rec, err := a.store.Fetch(ctx, c, ws, id)
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}

@@ -93,6 +93,8 @@ var answers = []struct {
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrUnavailable, errTokenStoreDown},
+	{pendinguploads.ErrTokenInvalid, errInvalidToken},
+	{pendinguploads.ErrTokenNotForWorkspace, errInvalidToken},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
@@ -130,6 +132,17 @@ func (a *API) answerFor(err error) *Error {
 // token.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := a.answerFor(err)
+	if e.Status < 500 && e.Status != http.StatusUnauthorized {
+		// A refusal before any store call checked the token: the token
+		// first. (A 5xx tells an unauthenticated caller nothing.)
+		if err = a.verifyBeforeRefusal(r, err); err != nil {
+			e = a.answerFor(err)
+		}
+	}
+	if p, ok := principalOf(r); e == errStorageDown && ok && !p.Verified {
+		// The token could not be checked either: the token store is down.
+		e = errTokenStoreDown
+	}
 	args := []any{"status", e.Status, "error", e.Message, "method", r.Method, "path", r.URL.Path}
 	if err != error(e) {
 		args = append(args, "reason", err.Error())

@@ -378,7 +378,7 @@ func (b *syncBuffer) String() string {
 
 // stageOne stages one file as the upload handler does.
 func stageOne(srv *apptest.Server, ws uuid.UUID, data []byte, name, mimetype string) (pendinguploads.Record, error) {
-	recs, err := srv.Store.Stage(context.Background(), ws, []pendinguploads.File{{Content: data, Filename: name, Mimetype: mimetype}})
+	recs, err := srv.Store.Stage(context.Background(), nil, ws, []pendinguploads.File{{Content: data, Filename: name, Mimetype: mimetype}})
 	if err != nil {
 		return pendinguploads.Record{}, err
 	}

@@ -66,7 +66,7 @@ func TestHTTPXRuntimeGetsTheBytes(t *testing.T) {
 				t.Fatalf("staged in the bucket: %v, want %v", rec.InBucket(), tc.bucket)
 			}
 			if tc.acked {
-				if _, err := srv.Store.Ack(ctx, ws, rec.FileID); err != nil {
+				if _, err := srv.Store.Ack(ctx, nil, ws, rec.FileID); err != nil {
 					t.Fatal(err)
 				}
 			}

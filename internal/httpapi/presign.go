@@ -29,7 +29,7 @@ type presignedUpload struct {
 // a client put large files straight into the bucket. Nothing is visible
 // to the workspace until the JSON form of upload commits them.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
-	ws, err := a.guard(r)
+	ws, c, err := a.guard(r)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		}
 		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size}
 	}
-	puts, err := a.store.Presign(r.Context(), ws, files)
+	puts, err := a.store.Presign(r.Context(), c, ws, files)
 	if errors.Is(err, pendinguploads.ErrNoBucket) {
 		return errPresignOff
 	}

@@ -28,13 +28,13 @@ type stagedFile struct {
 // multipart form (form A), or the JSON commit of presigned uploads (form
 // B; presign.go signs their PUTs).
 func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
-	ws, err := a.guard(r)
+	ws, c, err := a.guard(r)
 	if err != nil {
 		return err
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil && mt == "application/json" {
-		return a.commit(w, r, ws)
+		return a.commit(w, r, c, ws)
 	}
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return errMalformedMultipart
@@ -47,7 +47,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	recs, err := a.store.Stage(r.Context(), ws, files)
+	recs, err := a.store.Stage(r.Context(), c, ws, files)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ type commitRequest struct {
 // commit is the JSON form of upload: it stages the files that clients
 // put into the bucket after presign (pendinguploads.Store.Commit). A
 // retried commit answers what the first stored.
-func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) error {
+func (a *API) commit(w http.ResponseWriter, r *http.Request, c *pendinguploads.Caller, ws uuid.UUID) error {
 	if !a.store.Presigns() {
 		return errCommitPresignOff
 	}
@@ -88,7 +88,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, ws uuid.UUID) error
 		seen[id] = true
 		ids[i] = id
 	}
-	recs, replayed, err := a.store.Commit(r.Context(), ws, ids)
+	recs, replayed, err := a.store.Commit(r.Context(), c, ws, ids)
 	if err != nil {
 		return err
 	}

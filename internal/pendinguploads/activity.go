@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,7 +20,7 @@ type activityBody struct {
 // queueActivity queues the INSERT of one activity_logs row per record, in
 // one statement: platforms whose workspaces poll activity_logs learn of
 // the upload from it.
-func queueActivity(b *pgx.Batch, recs []Record) error {
+func queueActivity(b *pgx.Batch, c *Caller, workspaceID uuid.UUID, recs []Record) error {
 	workspaces := make([]string, len(recs))
 	summaries := make([]string, len(recs))
 	bodies := make([]string, len(recs))
@@ -37,7 +38,8 @@ func queueActivity(b *pgx.Batch, recs []Record) error {
 	b.Queue(`
 		INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
 		SELECT u.ws, 'a2a_receive', 'chat_upload_receive', u.ws, u.summary, 'ok', u.body::jsonb
-		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(ws, summary, body)`,
-		workspaces, summaries, bodies)
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(ws, summary, body)
+		WHERE `+authorized(4, 5),
+		workspaces, summaries, bodies, c.hash(), workspaceID)
 	return nil
 }

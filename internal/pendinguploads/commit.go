@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -47,11 +49,11 @@ type PresignedPut struct {
 	ExpiresAt time.Time         // of the URL
 }
 
-// Presign records files as presigned uploads of workspaceID, in one
-// statement, and signs a PUT of each, in input order. It validates every
-// file first, as Stage does (an *ItemError; ErrTooManyItems), and returns
-// ErrNoBucket when the Store has no bucket.
-func (s *Store) Presign(ctx context.Context, workspaceID uuid.UUID, files []Declared) ([]PresignedPut, error) {
+// Presign records files as presigned uploads of workspaceID, for c (see
+// Caller), in one round trip, and signs a PUT of each, in input order. It
+// validates every file first, as Stage does (an *ItemError;
+// ErrTooManyItems), and returns ErrNoBucket when the Store has no bucket.
+func (s *Store) Presign(ctx context.Context, c *Caller, workspaceID uuid.UUID, files []Declared) ([]PresignedPut, error) {
 	if s.bucket == nil {
 		return nil, ErrNoBucket
 	}
@@ -68,7 +70,7 @@ func (s *Store) Presign(ctx context.Context, workspaceID uuid.UUID, files []Decl
 		promises[i] = promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
 			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size}
 	}
-	if err := s.recordPromises(ctx, promises); err != nil {
+	if err := s.recordPromises(ctx, c, workspaceID, promises); err != nil {
 		return nil, err
 	}
 	expires := time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)
@@ -100,13 +102,15 @@ func (e *NotReceivedError) Error() string {
 	return fmt.Sprintf("upload %s not received: %s", e.UploadID, e.Reason)
 }
 
-// Commit stages, for workspaceID, the files whose bytes clients put into
-// the bucket after Presign: every upload or none. Each staging object is
-// copied to a key only the server writes and measured there: its size
-// must be the declared one, and its SHA-256 is the digest the workspace
-// will verify, whatever the client does with its PUT URL meanwhile. The
-// rows, their activity rows and the consumption of the presigned uploads
-// commit in one transaction; the staging objects are then deleted.
+// Commit stages, for workspaceID and c (see Caller), the files whose
+// bytes clients put into the bucket after Presign: every upload or none.
+// Each staging object is copied to a key only the server writes and
+// measured there: its size must be the declared one, and its SHA-256 is
+// the digest the workspace will verify, whatever the client does with
+// its PUT URL meanwhile. Two round trips: the token check with the
+// promises' look-up, before anything touches the bucket; then, in one
+// implicit transaction, the consumption of the presigned uploads, the
+// rows and their activity rows. The staging objects are then deleted.
 //
 // A commit whose every upload this workspace committed before (a client
 // retrying a commit whose answer it lost, or the loser of a race with its
@@ -114,14 +118,14 @@ func (e *NotReceivedError) Error() string {
 // stores nothing. A mix of new and committed uploads is refused as a
 // whole, naming the first committed one. Refusals are *NotReceivedError;
 // ErrNoBucket without a bucket.
-func (s *Store) Commit(ctx context.Context, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
+func (s *Store) Commit(ctx context.Context, c *Caller, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
 	if s.bucket == nil {
 		return nil, false, ErrNoBucket
 	}
 	if len(uploadIDs) > MaxBatch {
 		return nil, false, ErrTooManyItems
 	}
-	promised, err := s.lookupPromises(ctx, workspaceID, uploadIDs)
+	promised, err := s.lookupPromises(ctx, c, workspaceID, uploadIDs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -139,19 +143,21 @@ func (s *Store) Commit(ctx context.Context, workspaceID uuid.UUID, uploadIDs []u
 	}
 	items, err := s.place(ctx, workspaceID, uploadIDs, promised)
 	if err == nil {
-		recs, err = s.stageClaimed(ctx, workspaceID, items, uploadIDs)
+		recs, err = s.stage(ctx, c, workspaceID, items, uploadIDs)
 	}
-	var nr *NotReceivedError
-	if ce, ok := errors.AsType[*claimError](err); ok {
-		nr = &NotReceivedError{ce.uploadID, "taken by a concurrent commit"}
-	} else {
-		nr, _ = errors.AsType[*NotReceivedError](err)
-	}
-	if nr != nil {
+	nr, _ := errors.AsType[*NotReceivedError](err)
+	if _, lost := errors.AsType[*claimError](err); lost || nr != nil {
 		// A concurrent commit of the same uploads may have taken them (or
 		// their staging objects) first: then this is its retry.
-		if recs, ok, err := s.replay(ctx, workspaceID, uploadIDs, nil); ok || err != nil {
+		now, lerr := s.lookupPromises(ctx, nil, workspaceID, uploadIDs)
+		if lerr != nil {
+			return nil, false, lerr
+		}
+		if recs, ok, err := s.replay(ctx, workspaceID, uploadIDs, now); ok || err != nil {
 			return recs, ok, err
+		}
+		if nr == nil {
+			nr = firstTaken(uploadIDs, now)
 		}
 		return nil, false, nr
 	}
@@ -168,16 +174,25 @@ func (s *Store) Commit(ctx context.Context, workspaceID uuid.UUID, uploadIDs []u
 	return recs, false, nil
 }
 
-// replay returns the files a commit of every one of ids stored before,
-// and ok; ok is false unless every upload was committed and its file is
-// still there. With promised nil it looks the uploads up itself.
-func (s *Store) replay(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]Record, bool, error) {
-	if promised == nil {
-		var err error
-		if promised, err = s.lookupPromises(ctx, workspaceID, ids); err != nil {
-			return nil, false, err
+// firstTaken names the first upload a lost claim could not take: gone
+// (expired) or committed by another commit.
+func firstTaken(ids []uuid.UUID, promised map[uuid.UUID]promise) *NotReceivedError {
+	for _, id := range ids {
+		p, ok := promised[id]
+		if !ok {
+			return &NotReceivedError{id, "expired before the commit"}
+		}
+		if p.committed() {
+			return &NotReceivedError{id, "taken by a concurrent commit"}
 		}
 	}
+	return &NotReceivedError{ids[0], "taken by a concurrent commit, since rolled back"}
+}
+
+// replay returns the files a commit of every one of ids stored before,
+// and ok; ok is false unless every upload was committed and its file is
+// still there.
+func (s *Store) replay(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]Record, bool, error) {
 	fileIDs := make([]uuid.UUID, len(ids))
 	for i, id := range ids {
 		p, ok := promised[id]
@@ -261,20 +276,16 @@ func (p promise) committed() bool { return p.FileID != uuid.Nil }
 
 func (p promise) stagingKey() string { return stagingKey(p.WorkspaceID, p.UploadID) }
 
-// claimError is claimPresigned's refusal, naming the first upload (in
-// the order given) that was gone: unknown, expired, or taken by another
-// commit.
-type claimError struct {
-	uploadID uuid.UUID
-}
+// claimError is a commit's batch that could not take every upload it
+// claimed (queueClaim): one expired, or another commit took it first.
+// Nothing was stored.
+type claimError struct{}
 
-func (e *claimError) Error() string {
-	return fmt.Sprintf("claim presigned %s: %v", e.uploadID, ErrNotFound)
-}
+func (e *claimError) Error() string { return "claim presigned: an upload was gone or taken" }
 
-// recordPromises remembers what a presign promised, in one statement,
-// committable until now + commitWindow.
-func (s *Store) recordPromises(ctx context.Context, items []promise) error {
+// recordPromises remembers what a presign promised, in one round trip
+// with c's token check, committable until now + commitWindow.
+func (s *Store) recordPromises(ctx context.Context, c *Caller, workspaceID uuid.UUID, items []promise) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -289,42 +300,58 @@ func (s *Store) recordPromises(ctx context.Context, items []promise) error {
 	for i, it := range items {
 		ids[i], wss[i], names[i], types[i], sizes[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes
 	}
-	tag, err := s.db.Exec(ctx, `
+	b := &pgx.Batch{}
+	look := c.queueLookup(b)
+	var inserted int64
+	b.Queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, expires_at)
 		SELECT u.id, u.ws, u.name, u.type, u.size, now() + $6::bigint * interval '1 microsecond'
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[]) AS u(id, ws, name, type, size)
-`,
-		ids, wss, names, types, sizes, commitWindow.Microseconds())
-	if err != nil {
+		WHERE `+authorized(7, 8),
+		ids, wss, names, types, sizes, commitWindow.Microseconds(), c.hash(), workspaceID).Exec(func(tag pgconn.CommandTag) error {
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return wrap("record presigned", err)
 	}
-	if n := tag.RowsAffected(); n != int64(len(items)) {
-		return fmt.Errorf("record presigned: inserted %d rows, want %d", n, len(items))
+	if err := look.settle(workspaceID); err != nil {
+		return err
+	}
+	if inserted != int64(len(items)) {
+		return fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
 	}
 	return nil
 }
 
 // lookupPromises returns the unexpired presigned uploads of workspaceID
-// among ids, committed ones included (with their FileID). Missing ones
-// are absent from the map.
-func (s *Store) lookupPromises(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]promise, error) {
-	rows, err := s.db.Query(ctx, `
+// among ids, committed ones included (with their FileID), in one round
+// trip with c's token check. Missing ones are absent from the map.
+func (s *Store) lookupPromises(ctx context.Context, c *Caller, workspaceID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]promise, error) {
+	b := &pgx.Batch{}
+	look := c.queueLookup(b)
+	out := make(map[uuid.UUID]promise, len(ids))
+	b.Queue(`
 		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
 		FROM presigned_uploads
-		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now()`, ids, workspaceID)
-	if err != nil {
+		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now() AND `+authorized(3, 2),
+		ids, workspaceID, c.hash()).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var p promise
+			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.FileID); err != nil {
+				return err
+			}
+			out[p.UploadID] = p
+		}
+		return rows.Err()
+	})
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, wrap("lookup presigned", err)
 	}
-	out := make(map[uuid.UUID]promise, len(ids))
-	for rows.Next() {
-		var p promise
-		if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.FileID); err != nil {
-			rows.Close()
-			return nil, wrap("lookup presigned", err)
-		}
-		out[p.UploadID] = p
+	if err := look.settle(workspaceID); err != nil {
+		return nil, err
 	}
-	return out, wrap("lookup presigned", rows.Err())
+	return out, nil
 }
 
 // committedFiles returns the rows of workspaceID's files among fileIDs
@@ -350,48 +377,35 @@ func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileI
 	return out, wrap("committed files", rows.Err())
 }
 
-// claimPresigned consumes the presigned uploads ids of workspaceID inside
-// tx, recording fileIDs[i] as the file ids[i] became. Unless every one
-// was still there (unexpired, uncommitted), it returns a *claimError
-// naming the first that was not:
-// a concurrent commit of the same upload loses here, and its transaction
-// must roll back. Rows are locked in upload_id order first, so two
-// commits sharing uploads wait for each other instead of deadlocking.
-func claimPresigned(ctx context.Context, tx pgx.Tx, workspaceID uuid.UUID, ids, fileIDs []uuid.UUID) error {
-	if len(ids) != len(fileIDs) {
-		return fmt.Errorf("claim presigned: %d uploads, %d file IDs", len(ids), len(fileIDs))
-	}
-	if _, err := tx.Exec(ctx, `
+// claimLostMark is in the error of queueClaim's check.
+const claimLostMark = "commit claim lost"
+
+// queueClaim queues, inside a commit's batch, the consumption of the
+// presigned uploads ids of workspaceID, recording fileIDs[i] as the file
+// ids[i] became, and a check that fails the batch (its implicit
+// transaction stores nothing) unless every one was still there:
+// unexpired and uncommitted. A concurrent commit of the same upload loses
+// here. Rows are locked in upload_id order first, so two commits sharing
+// uploads wait for each other instead of deadlocking. The CASE is
+// volatile in count(*), so the cast runs only when the check fails.
+func queueClaim(b *pgx.Batch, workspaceID uuid.UUID, ids, fileIDs []uuid.UUID) {
+	b.Queue(`
 		SELECT 1 FROM presigned_uploads WHERE upload_id = ANY($1) AND workspace_id = $2
-		ORDER BY upload_id FOR UPDATE`, ids, workspaceID); err != nil {
-		return wrap("claim presigned: lock", err)
-	}
-	rows, err := tx.Query(ctx, `
-		UPDATE presigned_uploads p SET file_id = c.fid
-		FROM unnest($1::uuid[], $3::uuid[]) AS c(id, fid)
-		WHERE p.upload_id = c.id AND p.workspace_id = $2 AND p.expires_at > now() AND p.file_id IS NULL
-		RETURNING p.upload_id`, ids, workspaceID, fileIDs)
-	if err != nil {
-		return wrap("claim presigned", err)
-	}
-	claimed := make(map[uuid.UUID]bool, len(ids))
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return wrap("claim presigned", err)
-		}
-		claimed[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return wrap("claim presigned", err)
-	}
-	for _, id := range ids {
-		if !claimed[id] {
-			return &claimError{uploadID: id}
-		}
-	}
-	return nil
+		ORDER BY upload_id FOR UPDATE`, ids, workspaceID)
+	b.Queue(`
+		WITH c AS (
+		    UPDATE presigned_uploads p SET file_id = c.fid
+		    FROM unnest($1::uuid[], $3::uuid[]) AS c(id, fid)
+		    WHERE p.upload_id = c.id AND p.workspace_id = $2 AND p.expires_at > now() AND p.file_id IS NULL
+		    RETURNING 1)
+		SELECT (CASE WHEN (SELECT count(*) FROM c) <> $4 THEN '`+claimLostMark+`' END)::int`,
+		ids, workspaceID, fileIDs, len(ids))
+}
+
+// isClaimLost reports whether err is queueClaim's check failing.
+func isClaimLost(err error) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, claimLostMark)
 }
 
 // sweepPresigned deletes expired presigned uploads, in batches.

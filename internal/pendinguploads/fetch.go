@@ -16,29 +16,33 @@ import (
 // whatever its size.
 const ChunkBytes = 1 << 20
 
-// Fetch looks up file fileID of workspaceID for serving, and stamps its
-// fetched_at (a later fetch moves it again). A servable row is unacked and
-// unexpired, or acked and not yet swept: the canvas re-opens attachments
-// after the workspace acked them. An inline file of at most ChunkBytes
-// comes with the row; Open reads any file.
+// Fetch looks up file fileID of workspaceID for serving, for c (see
+// Caller), and stamps its fetched_at (a later fetch moves it again): one
+// round trip. A servable row is unacked and unexpired, or acked and not
+// yet swept: the canvas re-opens attachments after the workspace acked
+// them. An inline file of at most ChunkBytes comes with the row; Open
+// reads any file.
 //
 // It returns ErrNotFound for an absent or expired row, and for a row that
 // vanished (swept) while the statement ran; ErrWrongWorkspace for another
-// workspace's row, whose bytes are never read. It is one statement.
-func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (Record, error) {
+// workspace's row, whose bytes are never read.
+func (s *Store) Fetch(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUID) (Record, error) {
 	var r Record
 	var key *string
-	var stamped bool
+	var stamped, found bool
 	// The outer SELECT reads the row as the statement's snapshot has it; the
 	// UPDATE in the CTE stamps it, and brings the bytes, only for this
 	// workspace's row. If the row changed under the statement (a sweep
 	// deleted it), the UPDATE re-checks the newest version and skips it:
 	// stamped is then false, and the answer is ErrNotFound rather than a
 	// row without its bytes.
-	err := s.db.QueryRow(ctx, `
+	b := &pgx.Batch{}
+	look := c.queueLookup(b)
+	b.Queue(`
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = $1 AND workspace_id = $2 AND (acked_at IS NOT NULL OR expires_at > now())
+		      AND `+authorized(4, 2)+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= $3 THEN content END AS content
 		)
@@ -46,15 +50,25 @@ func (s *Store) Fetch(ctx context.Context, workspaceID, fileID uuid.UUID) (Recor
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now())`,
-		fileID, workspaceID, int64(ChunkBytes)).Scan(
-		&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
-		&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.content, &stamped)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Record{}, ErrNotFound
-	}
-	if err != nil {
+		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+authorized(4, 2),
+		fileID, workspaceID, int64(ChunkBytes), c.hash()).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
+				&r.CreatedAt, &r.FetchedAt, &r.AckedAt, &r.ExpiresAt, &key, &r.content, &stamped); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return Record{}, wrap(fmt.Sprintf("fetch %s", fileID), err)
+	}
+	if err := look.settle(workspaceID); err != nil {
+		return Record{}, err
+	}
+	if !found {
+		return Record{}, ErrNotFound
 	}
 	if r.WorkspaceID != workspaceID {
 		return Record{}, ErrWrongWorkspace

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // List page sizes.
@@ -64,42 +65,46 @@ func DecodeCursor(s string) (Cursor, error) {
 }
 
 // List returns up to limit visible rows of workspaceID, oldest first,
-// starting after the cursor (nil: from the start), without their bytes.
-// next is nil on the last page. limit outside 1..MaxListLimit is clamped.
-func (s *Store) List(ctx context.Context, workspaceID uuid.UUID, limit int, after *Cursor) (recs []Record, next *Cursor, err error) {
+// starting after the cursor (nil: from the start), without their bytes,
+// for c (see Caller): one round trip. next is nil on the last page. limit
+// outside 1..MaxListLimit is clamped.
+func (s *Store) List(ctx context.Context, c *Caller, workspaceID uuid.UUID, limit int, after *Cursor) (recs []Record, next *Cursor, err error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
-	const cols = `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+	cols := `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
 		       created_at, fetched_at, expires_at
 		FROM pending_uploads
-		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now()`
+		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND ` + authorized(3, 1)
 	// One more than asked tells whether another page follows.
 	var q string
-	args := []any{workspaceID, limit + 1}
+	args := []any{workspaceID, limit + 1, c.hash()}
 	if after == nil {
 		q = cols + ` ORDER BY created_at, file_id LIMIT $2`
 	} else {
-		q = cols + ` AND (created_at, file_id) > ($3, $4) ORDER BY created_at, file_id LIMIT $2`
+		q = cols + ` AND (created_at, file_id) > ($4, $5) ORDER BY created_at, file_id LIMIT $2`
 		args = append(args, after.CreatedAt, after.FileID)
 	}
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
-	}
-	defer rows.Close()
+	b := &pgx.Batch{}
+	look := c.queueLookup(b)
 	recs = make([]Record, 0, limit)
-	for rows.Next() {
-		var r Record
-		if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
-			&r.CreatedAt, &r.FetchedAt, &r.ExpiresAt); err != nil {
-			return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r Record
+			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
+				&r.CreatedAt, &r.FetchedAt, &r.ExpiresAt); err != nil {
+				return err
+			}
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+	}
+	if err := look.settle(workspaceID); err != nil {
+		return nil, nil, err
 	}
 	if len(recs) > limit {
 		recs = recs[:limit]

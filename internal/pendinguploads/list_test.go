@@ -27,7 +27,7 @@ func TestListOrderAndFilters(t *testing.T) {
 	// Make the order depend on created_at, not on insertion: a is newest.
 	mustExec(t, pool, `UPDATE pending_uploads SET created_at = created_at + interval '1 minute' WHERE file_id = $1`, a.FileID)
 
-	recs, next, err := s.List(ctx, ws, 0, nil)
+	recs, next, err := s.List(ctx, nil, ws, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestListOrderAndFilters(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 
-	empty, next, err := s.List(ctx, uuid.New(), 10, nil)
+	empty, next, err := s.List(ctx, nil, uuid.New(), 10, nil)
 	if err != nil || len(empty) != 0 || next != nil || empty == nil {
 		t.Fatalf("empty workspace: got %v %v %v, want an empty non-nil slice", empty, next, err)
 	}
@@ -63,7 +63,7 @@ func TestListCursorWalk(t *testing.T) {
 		for i := range items {
 			items[i] = pendinguploads.File{Content: []byte("x"), Filename: fmt.Sprintf("b%d-%d", batch, i)}
 		}
-		recs, err := s.Stage(ctx, ws, items)
+		recs, err := s.Stage(ctx, nil, ws, items)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestListCursorWalk(t *testing.T) {
 	var order []pendinguploads.Record
 	var after *pendinguploads.Cursor
 	for page := 0; page < 100; page++ {
-		recs, next, err := s.List(ctx, ws, 5, after)
+		recs, next, err := s.List(ctx, nil, ws, 5, after)
 		if err != nil {
 			t.Fatal(err)
 		}

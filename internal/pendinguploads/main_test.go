@@ -24,18 +24,28 @@ func TestMain(m *testing.M) {
 }
 
 // statementCounter counts the statements a pool sends, by a substring.
-type statementCounter struct{ stmts atomic.Pointer[[]string] }
+type statementCounter struct {
+	stmts atomic.Pointer[[]string]
+	// trips counts round trips: a statement sent alone, or a batch.
+	trips atomic.Int64
+}
 
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (c *statementCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.trips.Add(1)
+	c.record(d.SQL)
+	return ctx
+}
+
+func (c *statementCounter) record(sql string) {
 	for {
 		old := c.stmts.Load()
 		var next []string
 		if old != nil {
 			next = append(next, *old...)
 		}
-		next = append(next, d.SQL)
+		next = append(next, sql)
 		if c.stmts.CompareAndSwap(old, &next) {
-			return ctx
+			return
 		}
 	}
 }
@@ -43,10 +53,11 @@ func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 
 // The batch side of the tracer: each statement of a batch counts once.
 func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.trips.Add(1)
 	return ctx
 }
 func (c *statementCounter) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
-	c.TraceQueryStart(ctx, conn, pgx.TraceQueryStartData{SQL: d.SQL})
+	c.record(d.SQL)
 }
 func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
@@ -120,7 +131,7 @@ func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
 
 // stageOne stages one file.
 func stageOne(ctx context.Context, s *pendinguploads.Store, ws uuid.UUID, content []byte, name, mimetype string) (pendinguploads.Record, error) {
-	recs, err := s.Stage(ctx, ws, []pendinguploads.File{{Content: content, Filename: name, Mimetype: mimetype}})
+	recs, err := s.Stage(ctx, nil, ws, []pendinguploads.File{{Content: content, Filename: name, Mimetype: mimetype}})
 	if err != nil {
 		return pendinguploads.Record{}, err
 	}

@@ -38,68 +38,37 @@ func (it item) length() int64 {
 	return int64(len(it.Content))
 }
 
-// Stage stores files for workspaceID, all or none, and returns their
-// records in input order. It validates every file before any I/O
-// (ErrEmptyContent, ErrTooLarge, ErrEmptyFilename, ErrFilenameTooLong
-// inside an *ItemError naming the file; ErrTooManyItems), writes the
-// files larger than InlineMaxBytes to the bucket, then inserts the rows
-// and one activity_logs row per file (platforms whose workspaces poll
-// activity_logs learn of the upload there) in one round trip, one
-// implicit transaction. A workspace the database does not know is
-// ErrUnknownWorkspace.
-func (s *Store) Stage(ctx context.Context, workspaceID uuid.UUID, files []File) ([]Record, error) {
+// Stage stores files for workspaceID, for c (see Caller), all or none,
+// and returns their records in input order. It validates every file
+// before any I/O (ErrEmptyContent, ErrTooLarge, ErrEmptyFilename,
+// ErrFilenameTooLong inside an *ItemError naming the file;
+// ErrTooManyItems), writes the files larger than InlineMaxBytes to the
+// bucket (after checking c's token on its own: nothing is written for a
+// caller not allowed), then inserts the rows and one activity_logs row
+// per file (platforms whose workspaces poll activity_logs learn of the
+// upload there) in one round trip, one implicit transaction. A workspace
+// the database does not know is ErrUnknownWorkspace.
+func (s *Store) Stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, files []File) ([]Record, error) {
 	items := make([]item, len(files))
 	for i, f := range files {
 		items[i] = item{File: f}
 	}
-	return s.stage(ctx, s.db, workspaceID, items)
+	return s.stage(ctx, c, workspaceID, items, nil)
 }
 
-// stageClaimed is stage for the objects a commit placed, in one
-// transaction that first consumes the presigned uploads they came from
-// (claim[i] is items[i]'s; see claimPresigned). It returns the
-// *ClaimError of a claim that lost, storing nothing.
-func (s *Store) stageClaimed(ctx context.Context, workspaceID uuid.UUID, items []item, claim []uuid.UUID) ([]Record, error) {
-	if err := validate(items, s.FileCap()); err != nil {
-		return nil, err
-	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		s.discard(ctx, s.placed(workspaceID, items))
-		return nil, wrap("stage: begin", err)
-	}
-	defer rollback(ctx, tx)
-	fileIDs := make([]uuid.UUID, len(items))
-	for i, it := range items {
-		fileIDs[i] = it.fileID
-	}
-	if err := claimPresigned(ctx, tx, workspaceID, claim, fileIDs); err != nil {
-		s.discard(ctx, s.placed(workspaceID, items))
-		return nil, err
-	}
-	recs, err := s.stage(ctx, tx, workspaceID, items)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if !commitOutcomeUnknown(err) {
-			s.discard(ctx, recs)
-		}
-		return nil, wrap("stage: commit", err)
-	}
-	return recs, nil
-}
-
-// batcher sends a pgx.Batch: the pool (one implicit transaction) or a tx.
+// batcher sends a pgx.Batch: the pool, or a transaction.
 type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // stage validates, writes objects, then sends the rows and their activity
-// rows as one batch on db. On the pool, a batch is one implicit
-// transaction; in a tx, it is part of the caller's.
-func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, items []item) ([]Record, error) {
+// rows as one batch, one implicit transaction. With claim (claim[i] the
+// presigned upload items[i] was placed from, see Commit), the batch first
+// consumes those uploads, and fails with a *claimError, storing nothing,
+// unless it took them all.
+func (s *Store) stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, items []item, claim []uuid.UUID) ([]Record, error) {
 	if err := validate(items, s.FileCap()); err != nil {
+		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
 	if len(items) == 0 {
@@ -110,25 +79,49 @@ func (s *Store) stage(ctx context.Context, db batcher, workspaceID uuid.UUID, it
 		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
+	for i := range recs {
+		if recs[i].s3Key != "" && !items[i].inBucket {
+			if err := s.verify(ctx, c, workspaceID); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	if err := s.writeObjects(ctx, items, recs); err != nil {
 		return nil, err
 	}
 	b := &pgx.Batch{}
 	queueDeadlineGuard(ctx, b)
-	got := s.queueInsert(b, workspaceID, items, recs)
-	if err := queueActivity(b, recs); err != nil {
+	look := c.queueLookup(b)
+	if len(claim) > 0 {
+		fileIDs := make([]uuid.UUID, len(recs))
+		for i, r := range recs {
+			fileIDs[i] = r.FileID
+		}
+		queueClaim(b, workspaceID, claim, fileIDs)
+	}
+	got := s.queueInsert(b, c, workspaceID, items, recs)
+	if err := queueActivity(b, c, workspaceID, recs); err != nil {
 		s.discard(ctx, recs)
 		return nil, err
 	}
-	err = db.SendBatch(ctx, b).Close()
-	if err == nil && *got != len(recs) {
-		err = fmt.Errorf("inserted %d rows, want %d", *got, len(recs))
+	err = s.db.SendBatch(ctx, b).Close()
+	if err == nil {
+		if err = look.settle(workspaceID); err == nil && *got != len(recs) {
+			err = fmt.Errorf("inserted %d rows, want %d", *got, len(recs))
+		}
 	}
 	if err != nil {
-		// On the pool the batch was its own transaction: if its answer was
-		// lost it may have committed, and then the objects must stay.
-		if _, inTx := db.(pgx.Tx); inTx || !commitOutcomeUnknown(err) {
+		// The batch was its own transaction: if its answer was lost it may
+		// have committed, and then the objects must stay.
+		if !commitOutcomeUnknown(err) {
 			s.discard(ctx, recs)
+		}
+		if isClaimLost(err) {
+			return nil, &claimError{}
+		}
+		if errors.Is(err, ErrTokenInvalid) || errors.Is(err, ErrTokenNotForWorkspace) {
+			return nil, err
 		}
 		return nil, wrap("stage", err)
 	}
@@ -197,7 +190,7 @@ func queueDeadlineGuard(ctx context.Context, b *pgx.Batch) {
 // expires_at when the batch runs; *got counts the rows that came back.
 // One row takes a plain VALUES insert; several go through unnest, one
 // statement either way.
-func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []item, recs []Record) *int {
+func (s *Store) queueInsert(b *pgx.Batch, c *Caller, workspaceID uuid.UUID, items []item, recs []Record) *int {
 	n := len(recs)
 	ids := make([]uuid.UUID, n)
 	contents := make([][]byte, n)
@@ -220,16 +213,19 @@ func (s *Store) queueInsert(b *pgx.Batch, workspaceID uuid.UUID, items []item, r
 	if n == 1 {
 		sql = `INSERT INTO pending_uploads
 		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		VALUES ($2, $1, $3, $4, $5, $6, $7, $8, now(), now() + $9::bigint * interval '1 microsecond')` + returning
-		args = []any{workspaceID, ids[0], contents[0], keys[0], sizes[0], sums[0], names[0], types[0], s.ttl().Microseconds()}
+		SELECT $2::uuid, $1::uuid, $3::bytea, $4::text, $5::bigint, $6::bytea, $7::text, $8::text,
+		       now(), now() + $9::bigint * interval '1 microsecond'
+		WHERE ` + authorized(10, 1) + returning
+		args = []any{workspaceID, ids[0], contents[0], keys[0], sizes[0], sums[0], names[0], types[0], s.ttl().Microseconds(), c.hash()}
 	} else {
 		sql = `INSERT INTO pending_uploads
 		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		SELECT u.file_id, $1, u.content, u.s3_key, u.size_bytes, u.sha256, u.filename, u.mimetype,
+		SELECT u.file_id, $1::uuid, u.content, u.s3_key, u.size_bytes, u.sha256, u.filename, u.mimetype,
 		       now(), now() + $9::bigint * interval '1 microsecond'
 		FROM unnest($2::uuid[], $3::bytea[], $4::text[], $5::bigint[], $6::bytea[], $7::text[], $8::text[])
-		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)` + returning
-		args = []any{workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds()}
+		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
+		WHERE ` + authorized(10, 1) + returning
+		args = []any{workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds(), c.hash()}
 	}
 	byID := make(map[uuid.UUID]*Record, n)
 	for i := range recs {

@@ -90,7 +90,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 					t.Fatal("row kept inline, want the bucket")
 				}
 				keys = append(keys, rec.Key())
-				if _, err := s.Ack(ctx, ws, rec.FileID); err != nil {
+				if _, err := s.Ack(ctx, nil, ws, rec.FileID); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -111,7 +111,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 				}
 			}
 			// Whatever is left is invisible: acked rows are never served.
-			if recs, _, err := s.List(ctx, ws, 10, nil); err != nil || len(recs) != 1 || recs[0].FileID != live.FileID {
+			if recs, _, err := s.List(ctx, nil, ws, 10, nil); err != nil || len(recs) != 1 || recs[0].FileID != live.FileID {
 				t.Fatalf("visible after the failed sweep: %v, %v", recs, err)
 			}
 

@@ -34,7 +34,7 @@ func TestRunReportsBacklog(t *testing.T) {
 		`expires_at = now() - interval '1 second'`, // swept as expired
 		`acked_at = now() - interval '2 hours'`,    // swept as acked
 	} {
-		recs, err := s.Stage(ctx, ws, []pendinguploads.File{{Content: bytes.Repeat([]byte("x"), 10+i), Filename: "f.txt", Mimetype: "text/plain"}})
+		recs, err := s.Stage(ctx, nil, ws, []pendinguploads.File{{Content: bytes.Repeat([]byte("x"), 10+i), Filename: "f.txt", Mimetype: "text/plain"}})
 		if err != nil {
 			t.Fatal(err)
 		}
