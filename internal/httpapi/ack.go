@@ -9,11 +9,7 @@ import (
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
 func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, c, err := a.guard(r)
-	if err != nil {
-		return err
-	}
-	id, err := fileID(r)
+	ws, c, id, err := a.guardFile(r)
 	if err != nil {
 		return err
 	}

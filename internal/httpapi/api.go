@@ -279,11 +279,14 @@ func (a *API) stampIfDue(r *http.Request) {
 	a.authn.Stamp(r.Context(), p)
 }
 
-// fileID parses the {fileId} path value.
-func fileID(r *http.Request) (uuid.UUID, error) {
-	id, err := uuid.Parse(r.PathValue("fileId"))
-	if err != nil {
-		return uuid.Nil, errBadFileID
+// guardFile is guard for a route that names a file, and parses its
+// {fileId}.
+func (a *API) guardFile(r *http.Request) (ws uuid.UUID, c *pendinguploads.Caller, id uuid.UUID, err error) {
+	if ws, c, err = a.guard(r); err != nil {
+		return uuid.Nil, nil, uuid.Nil, err
 	}
-	return id, nil
+	if id, err = uuid.Parse(r.PathValue("fileId")); err != nil {
+		return uuid.Nil, nil, uuid.Nil, errBadFileID
+	}
+	return ws, c, id, nil
 }

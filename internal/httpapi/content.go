@@ -23,11 +23,7 @@ import (
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, c, err := a.guard(r)
-	if err != nil {
-		return err
-	}
-	id, err := fileID(r)
+	ws, c, id, err := a.guardFile(r)
 	if err != nil {
 		return err
 	}
