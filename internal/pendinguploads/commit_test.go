@@ -17,14 +17,18 @@ import (
 )
 
 // openBucket returns a store over a fresh database and a fresh bucket.
-func openBucket(t *testing.T) *pendinguploads.Store {
+func openBucket(t testing.TB) *pendinguploads.Store {
 	t.Helper()
 	client, bucket := s3test.NewBucket(t, s3test.MustStart(t))
-	return pendinguploads.New(pgtest.MustOpen(t), s3blobs.NewFromClient(client, bucket))
+	b := s3blobs.NewFromClient(client, bucket)
+	b.MaxSize = pendinguploads.MaxFileBytesCap
+	s := pendinguploads.New(pgtest.MustOpen(t), b)
+	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
+	return s
 }
 
 // putPresigned sends data with the presigned PUT, as a client does.
-func putPresigned(t *testing.T, p pendinguploads.PresignedPut, data []byte) {
+func putPresigned(t testing.TB, p pendinguploads.PresignedPut, data []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, p.URL, bytes.NewReader(data))
 	if err != nil {
