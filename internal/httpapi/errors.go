@@ -76,6 +76,10 @@ func errEmptyFile(name string) *Error {
 	return &Error{Status: http.StatusBadRequest, Message: "empty file", Fields: map[string]any{"filename": name}}
 }
 
+func errBadSHA256(name string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: "invalid sha256 (want 64 hex digits)", Fields: map[string]any{"filename": name}}
+}
+
 func errDuplicateUploadID(id string) *Error {
 	return &Error{Status: http.StatusBadRequest, Message: "duplicate upload_id", Fields: map[string]any{"upload_id": id}}
 }

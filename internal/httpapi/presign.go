@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
@@ -14,6 +16,7 @@ type presignRequest struct {
 		Name     string `json:"name"`
 		Size     int64  `json:"size"`
 		MimeType string `json:"mimeType"`
+		SHA256   string `json:"sha256"` // optional: hex
 	} `json:"files"`
 }
 
@@ -27,7 +30,8 @@ type presignedUpload struct {
 
 // presign is POST /workspaces/{workspaceId}/chat/uploads/presign: it lets
 // a client put large files straight into the bucket. Nothing is visible
-// to the workspace until the JSON form of upload commits them.
+// to the workspace until the JSON form of upload commits them. A file's
+// declared sha256 (hex) is signed into its PUT.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	ws, c, err := a.guard(r)
 	if err != nil {
@@ -52,7 +56,14 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		case f.Size > a.store.FileCap():
 			return errFileTooLarge(name, f.Size, a.store.FileCap())
 		}
-		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size}
+		var sum []byte
+		if f.SHA256 != "" {
+			var err error
+			if sum, err = hex.DecodeString(f.SHA256); err != nil || len(sum) != sha256.Size {
+				return errBadSHA256(name)
+			}
+		}
+		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size, SHA256: sum}
 	}
 	puts, err := a.store.Presign(r.Context(), c, ws, files)
 	if errors.Is(err, pendinguploads.ErrNoBucket) {

@@ -12,8 +12,8 @@ import (
 // Store alone chooses its keys (never from a file's name); s3blobs.Store
 // is the one in production.
 //
-// Implementations must be safe for concurrent use. Open and Copy return
-// an error wrapping ErrBlobNotFound for an absent key; Delete treats absent
+// Implementations must be safe for concurrent use. Open and CopyMeasured
+// return an error wrapping ErrBlobNotFound for an absent key; Delete treats absent
 // keys as already deleted, so a retried sweep is harmless.
 type Bucket interface {
 	// Put stores content under key with the given Content-Type.
@@ -22,17 +22,18 @@ type Bucket interface {
 	// reader yields exactly n bytes or an error, and an object shorter
 	// than off+n is an error.
 	Open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
-	// Copy copies the object at src to dst, server-side.
-	Copy(ctx context.Context, src, dst string) error
-	// Digest returns the object's size and SHA-256, reading it as a
-	// stream (never whole in memory).
-	Digest(ctx context.Context, key string) (int64, []byte, error)
+	// CopyMeasured copies the object at src to dst, server-side, and
+	// returns the copy's size and SHA-256: the checksum the object store
+	// computed or verified, without reading the bytes through this
+	// process when it has one.
+	CopyMeasured(ctx context.Context, src, dst string) (int64, []byte, error)
 	// Delete removes keys; a refusal of some keys is a
 	// *PartialDeleteError naming them.
 	Delete(ctx context.Context, keys []string) error
-	// PresignPut signs a PUT of exactly size bytes of mimetype to key and
-	// returns the URL and the headers the client must send.
-	PresignPut(ctx context.Context, key string, size int64, mimetype string, ttl time.Duration) (string, map[string]string, error)
+	// PresignPut signs a PUT of exactly size bytes of mimetype to key,
+	// and, with sha256, of bytes of that SHA-256 only (the store refuses
+	// others); it returns the URL and the headers the client must send.
+	PresignPut(ctx context.Context, key string, size int64, mimetype string, sha256 []byte, ttl time.Duration) (string, map[string]string, error)
 	// PresignGet signs a GET of key whose answer carries the given
 	// Content-Disposition and Content-Type.
 	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)

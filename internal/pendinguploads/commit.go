@@ -1,7 +1,9 @@
 package pendinguploads
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,6 +41,10 @@ type Declared struct {
 	Filename string // already sanitized: 1..100 bytes
 	Mimetype string // already made safe; may be empty
 	Size     int64
+	// SHA256, when the client declares it (32 bytes), is signed into the
+	// PUT: the bucket refuses other bytes, and a commit refuses an object
+	// whose checksum is another.
+	SHA256 []byte
 }
 
 // PresignedPut is the signed PUT of one declared file.
@@ -61,14 +67,18 @@ func (s *Store) Presign(ctx context.Context, c *Caller, workspaceID uuid.UUID, f
 		return nil, ErrTooManyItems
 	}
 	for i, f := range files {
-		if err := validateFile(f.Size, f.Filename, s.FileCap()); err != nil {
+		err := validateFile(f.Size, f.Filename, s.FileCap())
+		if err == nil && f.SHA256 != nil && len(f.SHA256) != sha256.Size {
+			err = fmt.Errorf("a SHA-256 of %d bytes", len(f.SHA256))
+		}
+		if err != nil {
 			return nil, &ItemError{Index: i, Err: err}
 		}
 	}
 	promises := make([]promise, len(files))
 	for i, f := range files {
 		promises[i] = promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
-			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size}
+			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size, SHA256: f.SHA256}
 	}
 	if err := s.recordPromises(ctx, c, workspaceID, promises); err != nil {
 		return nil, err
@@ -80,7 +90,7 @@ func (s *Store) Presign(ctx context.Context, c *Caller, workspaceID uuid.UUID, f
 		if ctype == "" {
 			ctype = octetStream
 		}
-		url, headers, err := s.bucket.PresignPut(ctx, p.stagingKey(), p.SizeBytes, ctype, presignPutTTL)
+		url, headers, err := s.bucket.PresignPut(ctx, p.stagingKey(), p.SizeBytes, ctype, p.SHA256, presignPutTTL)
 		if err != nil {
 			return nil, wrap("presign put", err)
 		}
@@ -220,8 +230,11 @@ func (s *Store) replay(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UU
 const placeConcurrency = 4
 
 // place copies each staged object to objectKey(workspace, new file ID)
-// and measures the copy. On failure the copies made so far are
-// discarded; the staging objects stay for a retry.
+// and measures the copy, by the bucket's own checksum where it has one
+// (no byte of the file passes through this process then). The size must
+// be the declared one, and so must the SHA-256 when the client declared
+// it. On failure the copies made so far are discarded; the staging
+// objects stay for a retry.
 func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]item, error) {
 	items := make([]item, len(ids))
 	var mu sync.Mutex
@@ -232,22 +245,22 @@ func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUI
 		p, fid := promised[id], uuid.New()
 		dst := objectKey(workspaceID, fid)
 		g.Go(func() error {
-			err := s.bucket.Copy(gctx, p.stagingKey(), dst)
+			n, sum, err := s.bucket.CopyMeasured(gctx, p.stagingKey(), dst)
 			if errors.Is(err, ErrBlobNotFound) {
 				return &NotReceivedError{id, "no object"}
 			}
-			if err != nil {
-				return wrap("commit: copy", err)
-			}
+			// A copy may exist even when the answer was an error.
 			mu.Lock()
 			placed = append(placed, Record{s3Key: dst})
 			mu.Unlock()
-			n, sum, err := s.bucket.Digest(gctx, dst)
 			if err != nil {
-				return wrap("commit: digest", err)
+				return wrap("commit: copy", err)
 			}
 			if n != p.SizeBytes {
 				return &NotReceivedError{id, fmt.Sprintf("object holds %d bytes, %d declared", n, p.SizeBytes)}
+			}
+			if p.SHA256 != nil && !bytes.Equal(sum, p.SHA256) {
+				return &NotReceivedError{id, "object's SHA-256 is not the declared one"}
 			}
 			items[i] = item{File: File{Filename: p.Filename, Mimetype: p.Mimetype},
 				inBucket: true, fileID: fid, size: n, sha256: sum}
@@ -268,6 +281,7 @@ type promise struct {
 	Filename    string
 	Mimetype    string
 	SizeBytes   int64
+	SHA256      []byte // declared; nil when not
 	// FileID is the file a commit made of it; uuid.Nil while uncommitted.
 	FileID uuid.UUID
 }
@@ -297,18 +311,19 @@ func (s *Store) recordPromises(ctx context.Context, c *Caller, workspaceID uuid.
 	names := make([]string, len(items))
 	types := make([]string, len(items))
 	sizes := make([]int64, len(items))
+	sums := make([][]byte, len(items))
 	for i, it := range items {
-		ids[i], wss[i], names[i], types[i], sizes[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes
+		ids[i], wss[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
 	}
 	b := &pgx.Batch{}
 	look := c.queueLookup(b)
 	var inserted int64
 	b.Queue(`
-		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, expires_at)
-		SELECT u.id, u.ws, u.name, u.type, u.size, now() + $6::bigint * interval '1 microsecond'
-		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[]) AS u(id, ws, name, type, size)
+		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at)
+		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + $6::bigint * interval '1 microsecond'
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $9::bytea[]) AS u(id, ws, name, type, size, sha256)
 		WHERE `+authorized(7, 8),
-		ids, wss, names, types, sizes, commitWindow.Microseconds(), c.hash(), workspaceID).Exec(func(tag pgconn.CommandTag) error {
+		ids, wss, names, types, sizes, commitWindow.Microseconds(), c.hash(), workspaceID, sums).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
@@ -332,13 +347,13 @@ func (s *Store) lookupPromises(ctx context.Context, c *Caller, workspaceID uuid.
 	look := c.queueLookup(b)
 	out := make(map[uuid.UUID]promise, len(ids))
 	b.Queue(`
-		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
+		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
 		FROM presigned_uploads
 		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now() AND `+authorized(3, 2),
 		ids, workspaceID, c.hash()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var p promise
-			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.FileID); err != nil {
+			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.SHA256, &p.FileID); err != nil {
 				return err
 			}
 			out[p.UploadID] = p

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"testing"
@@ -102,5 +103,43 @@ func TestPresignAndCommit(t *testing.T) {
 				t.Fatalf("files after the refusal: %d (%v), want the first commit's 1", len(list), err)
 			}
 		})
+	}
+}
+
+// TestCommitWithDeclaredDigest: a declared SHA-256 is signed into the PUT
+// (its header is one the client must send), and the commit takes the
+// digest from the bucket's checksum: the declared bytes commit; other
+// bytes of the same size are refused by name, nothing stored. (Real S3
+// refuses such a PUT already; moto takes it, so the commit's check is
+// what this proves.)
+func TestCommitWithDeclaredDigest(t *testing.T) {
+	s := openBucket(t)
+	ctx := context.Background()
+	ws := uuid.New()
+	data, other := bytes.Repeat([]byte("declared "), 30_000), bytes.Repeat([]byte("Declared "), 30_000)
+	sum := sha256.Sum256(data)
+	puts, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{
+		{Filename: "good.bin", Size: int64(len(data)), SHA256: sum[:]},
+		{Filename: "swapped.bin", Size: int64(len(data)), SHA256: sum[:]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := puts[0].Headers["x-amz-checksum-sha256"]; got != base64.StdEncoding.EncodeToString(sum[:]) {
+		t.Fatalf("PUT headers: x-amz-checksum-sha256 %q, want the declared digest", got)
+	}
+	putPresigned(t, puts[0], data)
+	putPresigned(t, puts[1], other)
+
+	recs, _, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID})
+	if err != nil || !bytes.Equal(recs[0].SHA256, sum[:]) {
+		t.Fatalf("commit of the declared bytes: %v", err)
+	}
+	_, _, err = s.Commit(ctx, nil, ws, []uuid.UUID{puts[1].UploadID})
+	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); !ok || nr.UploadID != puts[1].UploadID {
+		t.Fatalf("commit of other bytes: got %v, want not received", err)
+	}
+	if list, _, _ := s.List(ctx, nil, ws, 10, nil); len(list) != 1 {
+		t.Fatalf("files: got %d, want 1", len(list))
 	}
 }

@@ -127,13 +127,15 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 				t.Fatalf("rows after the healing sweep: got %d, want 1 (the live one); swept %+v", rows, res)
 			}
 			for _, k := range keys {
-				if _, _, err := blobs.Digest(ctx, k); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+				if _, err := blobs.Open(ctx, k, 0, 1); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
 					t.Fatalf("object %s: got %v, want it gone", k, err)
 				}
 			}
-			if _, _, err := blobs.Digest(ctx, live.Key()); err != nil {
+			body, err := blobs.Open(ctx, live.Key(), 0, 1)
+			if err != nil {
 				t.Fatalf("the live file's object: %v", err)
 			}
+			body.Close()
 		})
 	}
 }

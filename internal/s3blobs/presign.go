@@ -2,6 +2,7 @@ package s3blobs
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,16 +24,24 @@ const ResponseCacheControl = "private, no-store"
 
 var errNoPresigner = errors.New("s3blobs: store has no presigner")
 
+// ChecksumHeader carries a PUT's declared SHA-256 (base64), which S3
+// checks the bytes against.
+const ChecksumHeader = "x-amz-checksum-sha256"
+
 // PresignPut returns a presigned PUT of key valid for ttl, and the headers
 // the client must send with it. Content-Length (size) and Content-Type
 // (mimetype, or DefaultUploadType when empty) are signed headers: S3 refuses
-// the request if the client sends another value for either.
+// the request if the client sends another value for either. With sha256
+// (the file's digest, as the client declared it), x-amz-checksum-sha256 is
+// a signed header too, and S3 refuses a PUT whose bytes do not match it.
 //
-// The headers map holds exactly "Content-Type" and "Content-Length". size
-// must be 1..MaxSize (else an error wrapping ErrTooLarge for too large), ttl
-// in (0, MaxPresignTTL]. A URL signed with temporary credentials (a Lambda
-// role) stops working when they expire, whichever comes first.
-func (s *Store) PresignPut(ctx context.Context, key string, size int64, mimetype string, ttl time.Duration) (url string, headers map[string]string, err error) {
+// The headers map holds exactly "Content-Type" and "Content-Length", and
+// "x-amz-checksum-sha256" (base64) with sha256. size must be 1..MaxSize
+// (else an error wrapping ErrTooLarge for too large), sha256 nil or 32
+// bytes, ttl in (0, MaxPresignTTL]. A URL signed with temporary
+// credentials (a Lambda role) stops working when they expire, whichever
+// comes first.
+func (s *Store) PresignPut(ctx context.Context, key string, size int64, mimetype string, sha256 []byte, ttl time.Duration) (url string, headers map[string]string, err error) {
 	if s.presign == nil {
 		return "", nil, fmt.Errorf("presign put %s: %w", key, errNoPresigner)
 	}
@@ -45,27 +54,35 @@ func (s *Store) PresignPut(ctx context.Context, key string, size int64, mimetype
 	if err := checkTTL(ttl); err != nil {
 		return "", nil, fmt.Errorf("presign put %s: %w", key, err)
 	}
+	if sha256 != nil && len(sha256) != 32 {
+		return "", nil, fmt.Errorf("presign put %s: a SHA-256 of %d bytes", key, len(sha256))
+	}
 	if mimetype == "" {
 		mimetype = DefaultUploadType
 	}
-	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(key),
 		ContentLength: aws.Int64(size),
 		ContentType:   aws.String(mimetype),
-	}, s3.WithPresignExpires(ttl))
+	}
+	want := map[string]string{
+		"Content-Type":   mimetype,
+		"Content-Length": strconv.FormatInt(size, 10),
+	}
+	if sha256 != nil {
+		in.ChecksumSHA256 = aws.String(base64.StdEncoding.EncodeToString(sha256))
+		want[ChecksumHeader] = *in.ChecksumSHA256
+	}
+	req, err := s.presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", nil, fmt.Errorf("presign put %s: %w", key, err)
 	}
 	if req.Method != http.MethodPut {
 		return "", nil, fmt.Errorf("presign put %s: presigned method %s", key, req.Method)
 	}
-	// The signer must have signed both headers; if a future SDK stops
+	// The signer must have signed every header; if a future SDK stops
 	// signing one, fail here rather than hand out an unbounded upload.
-	want := map[string]string{
-		"Content-Type":   mimetype,
-		"Content-Length": strconv.FormatInt(size, 10),
-	}
 	for name, v := range want {
 		if got := req.SignedHeader.Get(name); got != v {
 			return "", nil, fmt.Errorf("presign put %s: signed %s is %q, want %q", key, name, got, v)

@@ -54,7 +54,7 @@ func TestPresignPut(t *testing.T) {
 	content := binary(3000)
 
 	t.Run("ExactBytes", func(t *testing.T) {
-		u, headers, err := st.PresignPut(ctx, "staging/ws/exact", int64(len(content)), "image/png", 15*time.Minute)
+		u, headers, err := st.PresignPut(ctx, "staging/ws/exact", int64(len(content)), "image/png", nil, 15*time.Minute)
 		if err != nil {
 			t.Fatalf("PresignPut: %v", err)
 		}
@@ -89,7 +89,7 @@ func TestPresignPut(t *testing.T) {
 	// and stores whatever arrives, so the guard that always holds is the
 	// commit's size check: Size reports the bytes actually stored.
 	t.Run("OtherLength", func(t *testing.T) {
-		u, headers, err := st.PresignPut(ctx, "staging/ws/short", 10, "text/plain", time.Minute)
+		u, headers, err := st.PresignPut(ctx, "staging/ws/short", 10, "text/plain", nil, time.Minute)
 		if err != nil {
 			t.Fatalf("PresignPut: %v", err)
 		}
@@ -111,18 +111,18 @@ func TestPresignPut(t *testing.T) {
 	})
 
 	t.Run("DefaultType", func(t *testing.T) {
-		_, headers, err := st.PresignPut(ctx, "staging/ws/untyped", 1, "", time.Minute)
+		_, headers, err := st.PresignPut(ctx, "staging/ws/untyped", 1, "", nil, time.Minute)
 		if err != nil || headers["Content-Type"] != s3blobs.DefaultUploadType {
 			t.Errorf("PresignPut: got %v, %v, want Content-Type %s", headers, err, s3blobs.DefaultUploadType)
 		}
 	})
 
 	t.Run("ErrTooLarge", func(t *testing.T) {
-		_, _, err := st.PresignPut(ctx, "staging/ws/big", s3blobs.MaxObjectSize+1, "", time.Minute)
+		_, _, err := st.PresignPut(ctx, "staging/ws/big", s3blobs.MaxObjectSize+1, "", nil, time.Minute)
 		if !errors.Is(err, s3blobs.ErrTooLarge) {
 			t.Errorf("PresignPut: got %v, want ErrTooLarge", err)
 		}
-		if _, _, err := st.PresignPut(ctx, "staging/ws/max", s3blobs.MaxObjectSize, "", time.Minute); err != nil {
+		if _, _, err := st.PresignPut(ctx, "staging/ws/max", s3blobs.MaxObjectSize, "", nil, time.Minute); err != nil {
 			t.Errorf("PresignPut of MaxObjectSize: got %v, want nil", err)
 		}
 	})
@@ -136,7 +136,7 @@ func TestPresignPut(t *testing.T) {
 			"ZeroTTL":    {1, 0},
 			"TTLTooLong": {1, s3blobs.MaxPresignTTL + time.Second},
 		} {
-			if _, _, err := st.PresignPut(ctx, "staging/ws/x", tt.size, "", tt.ttl); err == nil {
+			if _, _, err := st.PresignPut(ctx, "staging/ws/x", tt.size, "", nil, tt.ttl); err == nil {
 				t.Errorf("%s: got nil error, want one", name)
 			}
 		}
@@ -144,7 +144,7 @@ func TestPresignPut(t *testing.T) {
 
 	t.Run("NoPresigner", func(t *testing.T) {
 		st := s3blobs.New(c.Client, nil, c.bucket)
-		if _, _, err := st.PresignPut(ctx, "staging/ws/x", 1, "", time.Minute); err == nil {
+		if _, _, err := st.PresignPut(ctx, "staging/ws/x", 1, "", nil, time.Minute); err == nil {
 			t.Error("PresignPut without a presigner: got nil error, want one")
 		}
 	})

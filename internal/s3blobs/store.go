@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/pendinguploads/pendinguploads/internal/limits"
-	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"io"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // MaxObjectSize is the largest object a Store reads or presigns an upload
@@ -204,22 +207,54 @@ func (e *exactReader) Read(p []byte) (int, error) {
 
 func (e *exactReader) Close() error { return e.rc.Close() }
 
-// Copy copies the object at src to dst inside the bucket, server-side
-// (objects are at most 25 MiB, well under CopyObject's 5 GB). It returns
-// an error wrapping ErrNotFound when src is absent.
-func (s *Store) Copy(ctx context.Context, src, dst string) error {
-	_, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{
-		Bucket:     aws.String(s.bucket),
-		Key:        aws.String(dst),
-		CopySource: aws.String(s.bucket + "/" + src), // keys are [0-9a-f/-]: nothing to escape
+// CopyMeasured copies the object at src to dst inside the bucket,
+// server-side (CopyObject takes up to 5 GB), and returns the copy's size
+// and SHA-256 without reading its bytes through this process: the copy
+// asks S3 for a SHA-256 checksum, which S3 carries over from a PUT that
+// declared one (and that S3 verified then) or computes over the bytes as
+// it copies, and a HEAD of the copy gives its size. Only when the answer
+// holds no full-object SHA-256 (a store that does not compute checksums,
+// a composite one) are the bytes read and hashed (Digest). It returns an
+// error wrapping ErrNotFound when src is absent.
+func (s *Store) CopyMeasured(ctx context.Context, src, dst string) (int64, []byte, error) {
+	out, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket:            aws.String(s.bucket),
+		Key:               aws.String(dst),
+		CopySource:        aws.String(s.bucket + "/" + src), // keys are [0-9a-f/-]: nothing to escape
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	})
 	if err != nil {
 		if isNotFound(err) {
-			return s.notFound("copy", src)
+			return 0, nil, s.notFound("copy", src)
 		}
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+		return 0, nil, fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
-	return nil
+	sum := fullObjectSHA256(out.CopyObjectResult)
+	if sum == nil {
+		return s.Digest(ctx, dst)
+	}
+	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(dst)})
+	if err != nil {
+		return 0, nil, fmt.Errorf("copy %s to %s: head: %w", src, dst, err)
+	}
+	if head.ContentLength == nil {
+		return 0, nil, fmt.Errorf("copy %s to %s: no Content-Length in the HEAD", src, dst)
+	}
+	return *head.ContentLength, sum, nil
+}
+
+// fullObjectSHA256 is the SHA-256 of a whole object in a copy's answer,
+// or nil: absent, composite (a digest of part digests, "…-N"), or not 32
+// bytes.
+func fullObjectSHA256(r *types.CopyObjectResult) []byte {
+	if r == nil || r.ChecksumSHA256 == nil || r.ChecksumType == types.ChecksumTypeComposite {
+		return nil
+	}
+	sum, err := base64.StdEncoding.DecodeString(*r.ChecksumSHA256)
+	if err != nil || len(sum) != 32 {
+		return nil
+	}
+	return sum
 }
 
 // Size returns the size in bytes of the object under key, or an error

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -145,23 +146,45 @@ func TestGetErrTooLarge(t *testing.T) {
 	}
 }
 
-func TestCopy(t *testing.T) {
+// getCounter counts the GETs a Store makes.
+type getCounter struct {
+	s3blobs.S3API
+	gets atomic.Int64
+}
+
+func (g *getCounter) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	g.gets.Add(1)
+	return g.S3API.GetObject(ctx, in, optFns...)
+}
+
+// TestCopyMeasured: the copy holds the same bytes, and its size and
+// SHA-256 come from the bucket's own checksum without a GET of the
+// object: whether the PUT declared the digest or not (S3 carries a
+// declared checksum over, and computes one for the copy otherwise).
+func TestCopyMeasured(t *testing.T) {
 	t.Parallel()
-	st, _ := newStore(t)
+	st, c := newStore(t)
+	counted := &getCounter{S3API: c.Client}
+	measured := s3blobs.New(counted, nil, c.bucket)
 	ctx := context.Background()
 	content := binary(300 << 10)
+	sum := sha256.Sum256(content)
 	if err := st.Put(ctx, "staging/w/u", content, "image/png"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Copy(ctx, "staging/w/u", "objects/w/f"); err != nil {
-		t.Fatalf("Copy: %v", err)
+	n, got, err := measured.CopyMeasured(ctx, "staging/w/u", "objects/w/f")
+	if err != nil || n != int64(len(content)) || !bytes.Equal(got, sum[:]) {
+		t.Fatalf("CopyMeasured: %d bytes, sha256 %x, %v; want %d, %x", n, got, err, len(content), sum)
 	}
-	got, err := st.Get(ctx, "objects/w/f")
-	if err != nil || !bytes.Equal(got, content) {
-		t.Fatalf("copied object: %d bytes, %v; want %d identical bytes", len(got), err, len(content))
+	if g := counted.gets.Load(); g != 0 {
+		t.Fatalf("GETs of the object: %d, want 0", g)
+	}
+	copied, err := st.Get(ctx, "objects/w/f")
+	if err != nil || !bytes.Equal(copied, content) {
+		t.Fatalf("copied object: %d bytes, %v; want %d identical bytes", len(copied), err, len(content))
 	}
 	t.Run("ErrBlobNotFound", func(t *testing.T) {
-		err := st.Copy(ctx, "staging/w/never", "objects/w/g")
+		_, _, err := st.CopyMeasured(ctx, "staging/w/never", "objects/w/g")
 		if !errors.Is(err, pendinguploads.ErrBlobNotFound) {
 			t.Fatalf("got %v, want ErrBlobNotFound", err)
 		}

@@ -1,0 +1,1 @@
+ALTER TABLE presigned_uploads DROP COLUMN IF EXISTS sha256;
