@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -407,10 +409,13 @@ type presignFile struct {
 	Name     string `json:"name"`
 	Size     int64  `json:"size"`
 	MimeType string `json:"mimeType"`
+	SHA256   string `json:"sha256,omitempty"`
 }
 
-// Presign asks for presigned uploads of files (1 to 64), in order. A 404
-// (the server has no bucket) returns an error wrapping
+// Presign asks for presigned uploads of files (1 to 64), in order. Each
+// file is read once first, to declare its SHA-256: the bucket then takes
+// exactly those bytes and no others, and the commit need not read them. A
+// 404 (the server has no bucket) returns an error wrapping
 // ErrPresignNotOffered. It is retried per Retry: nothing is visible to the
 // workspace until Commit.
 func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]PresignedUpload, error) {
@@ -418,7 +423,11 @@ func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) 
 		Files []presignFile `json:"files"`
 	}{}
 	for _, f := range files {
-		req.Files = append(req.Files, presignFile{Name: f.Name, Size: f.Size, MimeType: f.MimeType})
+		sum, err := fileSHA256(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("presign: %w", err)
+		}
+		req.Files = append(req.Files, presignFile{Name: f.Name, Size: f.Size, MimeType: f.MimeType, SHA256: sum})
 	}
 	body, size, err := jsonBody(req)
 	if err != nil {
@@ -444,6 +453,41 @@ func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) 
 		return nil, fmt.Errorf("presign: the server answered %d uploads for %d files", len(pb.Uploads), len(files))
 	}
 	return pb.Uploads, nil
+}
+
+// fileSHA256 reads f through SHA-256 and returns the digest in hex. The
+// file must hold exactly f.Size bytes.
+func fileSHA256(ctx context.Context, f UploadFile) (string, error) {
+	if f.Open == nil {
+		return "", fmt.Errorf("%s: no Open", f.Name)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", f.Name, err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, &ctxReader{ctx: ctx, r: io.LimitReader(rc, f.Size+1)})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", f.Name, err)
+	}
+	if n != f.Size {
+		return "", fmt.Errorf("%s: holds %d bytes, %d declared", f.Name, n, f.Size)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader stops a long read when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // PutPresigned sends f's bytes to the bucket as p says: p's method and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -225,6 +226,31 @@ func TestCommitRefusals(t *testing.T) {
 	})
 	t.Run("UnknownUploadID", func(t *testing.T) {
 		commit(t, goodID, uuid.NewString())
+	})
+	t.Run("NotTheDeclaredSHA256", func(t *testing.T) {
+		declared := sha256.Sum256(make([]byte, 1000))
+		var pre presignAnswer
+		decode(t, apiReq(t, "POST", base+"/chat/uploads/presign", srv.AdminToken, "application/json",
+			strings.NewReader(fmt.Sprintf(`{"files":[{"name":"a.bin","size":1000,"sha256":"%x"}]}`, declared))), 200, &pre)
+		u := pre.Uploads[0]
+		if got, want := u.Headers["x-amz-checksum-sha256"], base64.StdEncoding.EncodeToString(declared[:]); got != want {
+			t.Fatalf("PUT headers: x-amz-checksum-sha256 %q, want %q", got, want)
+		}
+		// moto does not check the signed checksum against the bytes (S3
+		// does); the commit's check of the bucket's checksum holds.
+		putObject(t, u.URL, u.Headers, bytes.Repeat([]byte{1}, 1000))
+		commit(t, goodID, u.UploadID)
+	})
+	t.Run("InvalidSHA256", func(t *testing.T) {
+		for _, bad := range []string{"abc", strings.Repeat("g", 64), strings.Repeat("a", 66)} {
+			res := apiReq(t, "POST", base+"/chat/uploads/presign", srv.AdminToken, "application/json",
+				strings.NewReader(`{"files":[{"name":"a.bin","size":10,"sha256":"`+bad+`"}]}`))
+			var body map[string]any
+			decode(t, res, http.StatusBadRequest, &body)
+			if body["error"] != "invalid sha256 (want 64 hex digits)" || body["filename"] != "a.bin" {
+				t.Fatalf("sha256 %q: got %v", bad, body)
+			}
+		}
 	})
 	t.Run("OtherWorkspacesUpload", func(t *testing.T) {
 		other := uuid.New()
