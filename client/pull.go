@@ -38,11 +38,6 @@ type Puller struct {
 	// Progress, when set, is called before each download; the Progress
 	// it returns (nil: none) sees the bytes and then Done.
 	Progress func(f File) Progress
-	// BeforeAck, when set, is called once a file is durably in the
-	// directory and before it is acked. An error stops the pull there; the
-	// file stays unacked, and the next pull acks it without writing it
-	// again. Tests use it to stand in for a crash.
-	BeforeAck func(d Delivery) error
 }
 
 // Progress observes one transfer.
@@ -169,15 +164,8 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 
 var errSkipped = errors.New("skipped")
 
-// errStopped wraps a BeforeAck error: the pull stops there.
-type errStopped struct{ err error }
-
-func (e errStopped) Error() string { return "stopped before ack: " + e.err.Error() }
-func (e errStopped) Unwrap() error { return e.err }
-
 func fatal(ctx context.Context, err error) bool {
-	var st errStopped
-	return ctx.Err() != nil || IsUnauthorized(err) || errors.As(err, &st)
+	return ctx.Err() != nil || IsUnauthorized(err)
 }
 
 func joinErrors(errs []*FileError) error {
@@ -347,8 +335,10 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	return nil
 }
 
-// finish places a recorded file (if its .part is still there), calls
-// BeforeAck, acks, and drops the record.
+// finish places a recorded file (if its .part is still there), acks it,
+// and drops the record. A pull that stops between the placing and the ack
+// (a crash, a refused ack) leaves the record: the next pull acks the file
+// without writing it again.
 func (p *Puller) finish(ctx context.Context, rec record, recovered bool) (Delivery, error) {
 	path, placedNow, err := p.place(&rec)
 	if err != nil {
@@ -356,11 +346,6 @@ func (p *Puller) finish(ctx context.Context, rec record, recovered bool) (Delive
 	}
 	_ = placedNow
 	d := Delivery{FileID: rec.FileID, Name: rec.Name, Path: path, Size: rec.Size, SHA256: rec.SHA256, Recovered: recovered}
-	if p.BeforeAck != nil {
-		if err := p.BeforeAck(d); err != nil {
-			return d, errStopped{err}
-		}
-	}
 	_, err = p.client.Ack(ctx, p.ws, rec.FileID)
 	switch {
 	case err == nil:

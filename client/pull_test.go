@@ -88,25 +88,45 @@ func keys(m map[string][]byte) []string {
 	return out
 }
 
+// onAck serves srv through a proxy that hands each ack request to ack
+// instead (which may answer it, or pass it on with next).
+func onAck(t *testing.T, srv *apptest.Server, ack func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
+	t.Helper()
+	target, _ := url.Parse(srv.URL)
+	next := httputil.NewSingleHostReverseProxy(target)
+	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/ack") {
+			ack(w, r, next)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p.URL
+}
+
 // TestPullStoppedBeforeAck: a pull that stops after writing and before
-// acking (BeforeAck standing in for a crash) is finished by the next one:
-// exactly one copy, acked.
+// acking (its ack refused, 401: the pull stops there) is finished by the
+// next one: exactly one copy, acked.
 func TestPullStoppedBeforeAck(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	admin := mustClient(t, srv.URL, srv.AdminToken)
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	tok := srv.WorkspaceToken(t, ws)
+	wsc := mustClient(t, srv.URL, tok)
 	ctx := ctxT(t)
 	dir := t.TempDir()
 	data := randomBytes(3000, 10)
 	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("a.bin", "", data)}); err != nil {
 		t.Fatal(err)
 	}
-	crash := errors.New("crash")
-	p := client.NewPuller(wsc, ws, dir)
-	p.BeforeAck = func(client.Delivery) error { return crash }
-	if _, err := p.Pull(ctx); !errors.Is(err, crash) {
-		t.Fatalf("got %v, want the stand-in crash", err)
+	refusing := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":"invalid workspace auth token"}` + "\n"))
+	}), tok)
+	if _, err := client.NewPuller(refusing, ws, dir).Pull(ctx); !client.IsUnauthorized(err) {
+		t.Fatalf("got %v, want the refused ack", err)
 	}
 	if files, _ := wsc.List(ctx, ws); len(files) != 1 {
 		t.Fatalf("after the crash: %d pending, want 1 (unacked)", len(files))
@@ -224,21 +244,21 @@ func TestPullRefusesTamperedBytes(t *testing.T) {
 func TestPullLocked(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	tok := srv.WorkspaceToken(t, ws)
+	wsc := mustClient(t, srv.URL, tok)
 	dir := t.TempDir()
 	inner := make(chan error, 1)
-	p := client.NewPuller(wsc, ws, dir)
-	// Hold the lock from a first pull while a second one tries.
+	// Hold the lock from a first pull (at its ack) while a second one tries.
+	holding := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		_, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t))
+		inner <- err
+		next.ServeHTTP(w, r)
+	}), tok)
 	admin := mustClient(t, srv.URL, srv.AdminToken)
 	if _, err := admin.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("l.txt", "", []byte("x"))}); err != nil {
 		t.Fatal(err)
 	}
-	p.BeforeAck = func(client.Delivery) error {
-		_, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t))
-		inner <- err
-		return nil
-	}
-	if _, err := p.Pull(ctxT(t)); err != nil {
+	if _, err := client.NewPuller(holding, ws, dir).Pull(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-inner; !errors.Is(err, client.ErrLocked) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -200,14 +199,6 @@ func runLs(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// crashHookEnv, set to 1, makes pull exit with code crashExitCode right
-// after a file is durably written and before its ack: the tests' stand-in
-// for a crash.
-const (
-	crashHookEnv  = "PENDINGCTL_TEST_CRASH_BEFORE_ACK"
-	crashExitCode = 70
-)
-
 func runPull(ctx context.Context, e env, args []string) error {
 	fs := newFlags("pull")
 	var af apiFlags
@@ -242,12 +233,6 @@ func runPull(ctx context.Context, e env, args []string) error {
 				return nil
 			}
 			return newBar(e.stderr, "↓ "+f.Name, f.Size)
-		}
-	}
-	if e.getenv(crashHookEnv) == "1" {
-		p.BeforeAck = func(client.Delivery) error {
-			os.Exit(crashExitCode)
-			return nil
 		}
 	}
 	round := func() (client.PullResult, error) {

@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,9 +228,10 @@ func TestUploadTooLargeForServer(t *testing.T) {
 	}
 }
 
-// TestPullKilledBeforeAck runs the real binary, which exits right after
-// writing a file and before acking it; the next pull leaves exactly one
-// copy of each file, all acked.
+// TestPullKilledBeforeAck runs the real binary and kills it (SIGKILL)
+// when its first ack arrives, before the server sees it: the file is
+// durably written, and unacked. The next pull leaves exactly one copy of
+// each file, all acked.
 func TestPullKilledBeforeAck(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
@@ -234,17 +239,32 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	paths, want := fixture(t, map[string][]byte{"a.txt": []byte("first"), "b.txt": []byte("second")})
 	expect(t, exe(t, apiVars(srv, "", srv.AdminToken), append([]string{"upload", "--workspace", ws.String()}, paths...)...), 0, "upload")
 	dir := t.TempDir()
-	vars := apiVars(srv, "", wsTok)
-	vars[crashHookEnv] = "1"
-	r := exe(t, vars, "pull", "--workspace", ws.String(), "--dir", dir, "--once")
-	expect(t, r, crashExitCode, "pull with the crash hook")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+	target, _ := url.Parse(srv.URL)
+	forward := httputil.NewSingleHostReverseProxy(target)
+	killer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/ack") {
+			_ = cmd.Process.Kill() // the crash: the ack never reaches the server
+			http.Error(w, "killed", http.StatusServiceUnavailable)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer killer.Close()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PENDINGUPLOADS_API=" + killer.URL, "PENDINGUPLOADS_TOKEN=" + wsTok}
+	if err := cmd.Run(); err == nil || cmd.ProcessState.Success() {
+		t.Fatalf("pull: got %v, want killed", err)
+	}
 	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {
 		t.Fatalf("after the crash: got %d files, want 1", len(got))
 	}
 	if n := unacked(t, srv, ws); n != 2 {
 		t.Fatalf("after the crash: %d unacked, want 2", n)
 	}
-	r = exe(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+	r := exe(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
 	expect(t, r, 0, "pull again")
 	if !strings.Contains(r.stdout, "recovered from an interrupted pull") {
 		t.Fatalf("stdout: got %q", r.stdout)
