@@ -8,7 +8,6 @@
 # LAMBDA_FUNCTIONS pairs each template logical ID with its directory under
 # functions/ (the ID is the directory in title case). internal/deploytest
 # holds this list, template.yaml and functions/ to each other.
-# functions/hello is test-only and deliberately absent.
 # Included before or after the Makefile's own targets, it leaves the
 # default goal alone.
 lambda_default_goal := $(.DEFAULT_GOAL)

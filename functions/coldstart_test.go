@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // BenchmarkColdStart measures each function's cold start as a client sees
@@ -21,8 +21,8 @@ import (
 // invokes it once with its sample event (a real database behind), and the
 // time from process start to its first answer is reported as
 // first-response-ms (lambdatest's FirstResponseLatency), with init-ms (to
-// its first invocation/next, Lambda's Init Duration). functions/hello, a
-// bare aws-lambda-go echo built the same way, is the baseline.
+// its first invocation/next, Lambda's Init Duration). lambdatest.Hello (the
+// test kit's bare aws-lambda-go echo), built the same way, is the baseline.
 //
 // It also reports the size of the bootstrap in bytes: host-bytes for the
 // binary it runs (the host's architecture), arm64-bytes for the one
@@ -30,13 +30,13 @@ import (
 //
 //	go test ./functions -run '^$' -bench ColdStart -benchtime 20x
 func BenchmarkColdStart(b *testing.B) {
-	for _, fn := range []string{"hello", "upload", "presign", "list", "content", "ack", "sweep", "migrate"} {
+	for _, fn := range []string{lambdatest.Hello, "upload", "presign", "list", "content", "ack", "sweep", "migrate"} {
 		b.Run(fn, func(b *testing.B) {
 			bin := lambdatest.Build(b, fn)
 			var env []string
 			var event []byte
 			switch fn {
-			case "hello":
+			case lambdatest.Hello:
 				event = []byte(`{"hello":"world"}`)
 			case "sweep":
 				env = []string{"DATABASE_URL=" + pgtest.MustURL(b)}

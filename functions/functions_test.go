@@ -22,11 +22,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
@@ -34,20 +35,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	lambdatest.Cleanup()
-	removeARM64Builds()
-	pgtest.Stop()
-	s3test.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m, removeARM64Builds) }
 
 // invokeTimeout bounds one invocation in these tests.
 const invokeTimeout = 30 * time.Second

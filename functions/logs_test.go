@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // withAPIGWRequestID returns event with requestContext.requestId set to id

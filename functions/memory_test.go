@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // largestInline is the largest file the upload function takes inline

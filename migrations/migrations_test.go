@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestUpDownUp walks the whole chain on a fresh database: up, down to
 // nothing, and up again, checking the schema at each end.

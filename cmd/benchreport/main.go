@@ -199,7 +199,7 @@ func report(w io.Writer, r results, took time.Duration) {
 		p("  not measured\n")
 	}
 
-	p("\nCold start through the Runtime API, vs functions/hello built the same way (target <= 1.5x)\n")
+	p("\nCold start through the Runtime API, vs a hello-world (lambdatest.Hello) built the same way (target <= 1.5x)\n")
 	p("  first answer = process start to the first event's answer (with its real Postgres work);\n  init = process start to its first /next (Lambda's Init Duration)\n")
 	p("  %-8s %12s %12s %11s %7s %9s %7s  %s\n", "function", "host bytes", "arm64 bytes", "first ans.", "ratio", "init", "ratio", "verdict (first answer)")
 	hf, okh := r.get("BenchmarkColdStart/hello", "first-response-ms")

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestOnThePlatformsDatabase: with DATABASE_URL on the platform's
 // database, the dev server migrates it, adds nothing to the platform's

@@ -18,15 +18,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 type result struct {
 	stdout, stderr string

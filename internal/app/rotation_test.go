@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -33,16 +35,11 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/config"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	s3test.Stop()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // countingSecrets counts the Secrets Manager reads.
 type countingSecrets struct {

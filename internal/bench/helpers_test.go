@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // sink is a ResponseWriter that keeps the status and counts the body:
 // the handler's cost without a recorder's copy of the bytes.

@@ -21,7 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 // checker validates recorded answers against openapi.yaml, served at base.

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func init() {
 	// Make format: uuid a checked format, not a comment.

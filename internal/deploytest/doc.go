@@ -5,8 +5,7 @@
 // streaming); the functions' Api events (their invoke permissions) are the
 // same routes plus their CORS preflights; the CORS origins reach the
 // functions and the bucket; and template.yaml, lambda.mk and the
-// directories under functions/ name the same functions. functions/hello
-// is the one exception: a test-only function (the lambdatest harness's
-// own subject and the cold-start baseline) that is never deployed. The
-// package has tests only.
+// directories under functions/ name the same functions: functions/ holds
+// only deployed functions (the harness's hello-world lives in the test
+// kit). The package has tests only.
 package deploytest

@@ -15,11 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 )
-
-// testOnly lists the directories under functions/ that are never deployed.
-var testOnly = []string{"hello"}
 
 // root returns the module root.
 func root(t *testing.T) string {
@@ -293,7 +290,7 @@ func TestFunctions(t *testing.T) {
 	}
 	onDisk := make(map[string]bool)
 	for _, e := range entries {
-		if e.IsDir() && !slices.Contains(testOnly, e.Name()) {
+		if e.IsDir() {
 			onDisk[e.Name()] = true
 		}
 	}
@@ -328,9 +325,6 @@ func TestFunctions(t *testing.T) {
 		if scalar(codeURI) != "." {
 			t.Errorf("template.yaml: %s: got CodeUri %q, want \".\" (the repository root, where sam build runs make build-%s)", id, scalar(codeURI), id)
 		}
-		if slices.Contains(testOnly, dir) {
-			t.Errorf("template.yaml: %s deploys the test-only functions/%s", id, dir)
-		}
 		if !onDisk[dir] {
 			missing = append(missing, fmt.Sprintf("functions/%s (template.yaml %s, make build-%s)", dir, id, id))
 			continue
@@ -355,7 +349,7 @@ func TestFunctions(t *testing.T) {
 		}
 	}) {
 		if !inTemplate[dir] {
-			t.Errorf("functions/%s has no function in template.yaml (want %s, with an entry %s:%s in lambda.mk); a test-only function belongs in testOnly", dir, titleCase(dir), titleCase(dir), dir)
+			t.Errorf("functions/%s has no function in template.yaml (want %s, with an entry %s:%s in lambda.mk); functions/ holds only deployed functions", dir, titleCase(dir), titleCase(dir), dir)
 		}
 	}
 }

@@ -11,18 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/faulttest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const reqTimeout = 60 * time.Second
 
@@ -53,7 +55,7 @@ func exec(t *testing.T, pool *pgxpool.Pool, sql string) {
 	}
 }
 
-func wantError(t *testing.T, res faulttest.Response, status int, msg, code string) {
+func wantError(t *testing.T, res faultkit.Response, status int, msg, code string) {
 	t.Helper()
 	var e struct {
 		Error string `json:"error"`
@@ -75,10 +77,10 @@ func TestS3Unreachable(t *testing.T) { // not parallel: apptest's S3 sets the en
 	big := bytes.Repeat([]byte("b"), 4096)
 
 	t.Run("Unavailable", func(t *testing.T) {
-		body, ctype := faulttest.Multipart(
-			faulttest.File{Name: "small.txt", Content: []byte("small")},
-			faulttest.File{Name: "big.bin", Content: big})
-		res, err := faulttest.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
+		body, ctype := faultkit.Multipart(
+			faultkit.File{Name: "small.txt", Content: []byte("small")},
+			faultkit.File{Name: "big.bin", Content: big})
+		res, err := faultkit.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,8 +96,8 @@ func TestS3Unreachable(t *testing.T) { // not parallel: apptest's S3 sets the en
 		}
 	})
 	t.Run("InlineStillStages", func(t *testing.T) {
-		body, ctype := faulttest.Multipart(faulttest.File{Name: "small.txt", Content: []byte("small")})
-		res, err := faulttest.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
+		body, ctype := faultkit.Multipart(faultkit.File{Name: "small.txt", Content: []byte("small")})
+		res, err := faultkit.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
 		if err != nil || res.Status != 200 {
 			t.Fatalf("got %d %s %v, want 200", res.Status, res.Body, err)
 		}
@@ -108,14 +110,14 @@ func TestS3Unreachable(t *testing.T) { // not parallel: apptest's S3 sets the en
 // objects written for the other files are discarded.
 func TestFailureAtItemK(t *testing.T) { // not parallel: the bucket case sets the environment
 	const n, k = 8, 5
-	files := func(size int) []faulttest.File {
-		var fs []faulttest.File
+	files := func(size int) []faultkit.File {
+		var fs []faultkit.File
 		for i := range n {
 			name := fmt.Sprintf("f%d.bin", i)
 			if i == k {
 				name = "poison.bin"
 			}
-			fs = append(fs, faulttest.File{Name: name, Type: "application/octet-stream", Content: bytes.Repeat([]byte{byte('a' + i)}, size)})
+			fs = append(fs, faultkit.File{Name: name, Type: "application/octet-stream", Content: bytes.Repeat([]byte{byte('a' + i)}, size)})
 		}
 		return fs
 	}
@@ -137,8 +139,8 @@ func TestFailureAtItemK(t *testing.T) { // not parallel: the bucket case sets th
 			exec(t, srv.Pool, tc.check)
 			ws := uuid.New()
 			url := srv.URL + "/workspaces/" + ws.String() + "/chat/uploads"
-			body, ctype := faulttest.Multipart(files(4096)...)
-			res, err := faulttest.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
+			body, ctype := faultkit.Multipart(files(4096)...)
+			res, err := faultkit.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,8 +168,8 @@ func TestFailureAtItemK(t *testing.T) { // not parallel: the bucket case sets th
 			// Without the poison, the same batch stages whole.
 			good := files(4096)
 			good[k].Name = "fine.bin"
-			body, ctype = faulttest.Multipart(good...)
-			res, err = faulttest.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
+			body, ctype = faultkit.Multipart(good...)
+			res, err = faultkit.Do(http.DefaultClient, reqTimeout, "POST", url, srv.AdminToken, ctype, body)
 			if err != nil || res.Status != 200 {
 				t.Fatalf("clean batch: %d %s %v", res.Status, res.Body, err)
 			}
@@ -220,10 +222,10 @@ func TestSweepRacesAcksAndUploads(t *testing.T) {
 				if ctx.Err() != nil {
 					return
 				}
-				body, ctype := faulttest.Multipart(
-					faulttest.File{Name: fmt.Sprintf("w%d-u%d-a.txt", w, i), Content: []byte("a")},
-					faulttest.File{Name: fmt.Sprintf("w%d-u%d-b.txt", w, i), Content: []byte("b")})
-				res, err := faulttest.Do(client, reqTimeout, "POST", base+"/chat/uploads", srv.AdminToken, ctype, body)
+				body, ctype := faultkit.Multipart(
+					faultkit.File{Name: fmt.Sprintf("w%d-u%d-a.txt", w, i), Content: []byte("a")},
+					faultkit.File{Name: fmt.Sprintf("w%d-u%d-b.txt", w, i), Content: []byte("b")})
+				res, err := faultkit.Do(client, reqTimeout, "POST", base+"/chat/uploads", srv.AdminToken, ctype, body)
 				if err != nil || res.Status != 200 {
 					fail("upload: %d %s %v", res.Status, res.Body, err)
 					continue
@@ -249,7 +251,7 @@ func TestSweepRacesAcksAndUploads(t *testing.T) {
 					return
 				default:
 				}
-				res, err := faulttest.Do(client, reqTimeout, "GET", base+"/pending-uploads?limit=100", tok, "", nil)
+				res, err := faultkit.Do(client, reqTimeout, "GET", base+"/pending-uploads?limit=100", tok, "", nil)
 				if err != nil || res.Status != 200 {
 					fail("list: %d %s %v", res.Status, res.Body, err)
 					continue
@@ -271,7 +273,7 @@ func TestSweepRacesAcksAndUploads(t *testing.T) {
 					if len(seen)%2 == 1 {
 						continue // leave it pending
 					}
-					res, err := faulttest.Do(client, reqTimeout, "POST", base+"/pending-uploads/"+u.FileID+"/ack", tok, "", nil)
+					res, err := faultkit.Do(client, reqTimeout, "POST", base+"/pending-uploads/"+u.FileID+"/ack", tok, "", nil)
 					if err != nil || res.Status != 200 {
 						fail("ack %s: %d %s %v", u.FileID, res.Status, res.Body, err)
 						continue

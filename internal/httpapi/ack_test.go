@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 // wantAcked checks the exact body {"acked":true}.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 const (

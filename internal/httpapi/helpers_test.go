@@ -20,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 // Messages of API.md.
@@ -55,7 +57,7 @@ type result struct {
 	body   []byte
 }
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func uploadsURL(srv *apptest.Server, ws string) string {
 	return srv.URL + "/workspaces/" + ws + "/chat/uploads"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 // TestUploadBadInput covers form A's table of API.md, row by row: each

@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 // openBucket returns a store over a fresh database and a fresh bucket.

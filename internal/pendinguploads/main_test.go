@@ -2,26 +2,21 @@ package pendinguploads_test
 
 import (
 	"context"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	s3test.Stop()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // statementCounter counts the statements a pool sends, by a substring.
 type statementCounter struct {

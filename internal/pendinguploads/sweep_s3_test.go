@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -3,11 +3,13 @@ package s3blobs_test
 import (
 	"testing"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-func TestMain(m *testing.M) { s3test.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // newStore returns a Store over a fresh bucket on moto, and the bucket's
 // client for checks that go around the Store.

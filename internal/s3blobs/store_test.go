@@ -5,16 +5,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 // s3client is the bucket's own client, for checks around the Store.

@@ -9,15 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestRunReportsBacklog: one sweep over real rows emits the swept counts
 // and the backlog left after it (files, bytes, the oldest's age), and logs

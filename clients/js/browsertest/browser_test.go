@@ -23,14 +23,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 const (
@@ -55,7 +57,7 @@ const (
 	driveTimeout = 2 * time.Minute
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // pattern is harness.js's pattern: xorshift32 from seed, each word
 // little-endian.

@@ -13,14 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/faulttest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const (
 	// answerBound is how long any one request may take while the
@@ -45,8 +47,8 @@ func TestPostgresStopped(t *testing.T) {
 	client := &http.Client{}
 	base := srv.URL + "/workspaces/" + ws.String()
 
-	body, ctype := faulttest.Multipart(faulttest.File{Name: "a.txt", Type: "text/plain", Content: []byte("hello")})
-	res, err := faulttest.Do(client, clientTimeout, "POST", base+"/chat/uploads", srv.AdminToken, ctype, body)
+	body, ctype := faultkit.Multipart(faultkit.File{Name: "a.txt", Type: "text/plain", Content: []byte("hello")})
+	res, err := faultkit.Do(client, clientTimeout, "POST", base+"/chat/uploads", srv.AdminToken, ctype, body)
 	if err != nil || res.Status != 200 {
 		t.Fatalf("upload before the stop: %d %s %v", res.Status, res.Body, err)
 	}
@@ -97,7 +99,7 @@ func TestPostgresStopped(t *testing.T) {
 				default:
 				}
 				wasDown := stopped.Load()
-				res, err := faulttest.Do(client, clientTimeout, c.method, c.url, c.token, c.ctype, c.body)
+				res, err := faultkit.Do(client, clientTimeout, c.method, c.url, c.token, c.ctype, c.body)
 				totalSent.Add(1)
 				if err != nil {
 					fail("%s: no answer after %s: %v", c.name, res.Elapsed.Round(time.Millisecond), err)
@@ -161,7 +163,7 @@ func TestPostgresStopped(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for _, c := range calls {
 		for {
-			res, err := faulttest.Do(client, clientTimeout, c.method, c.url, c.token, c.ctype, c.body)
+			res, err := faultkit.Do(client, clientTimeout, c.method, c.url, c.token, c.ctype, c.body)
 			if err == nil && res.Status == 200 {
 				break
 			}
@@ -171,7 +173,7 @@ func TestPostgresStopped(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	res, err = faulttest.Do(client, clientTimeout, "POST", base+"/pending-uploads/"+fileID+"/ack", wsTok, "", nil)
+	res, err = faultkit.Do(client, clientTimeout, "POST", base+"/pending-uploads/"+fileID+"/ack", wsTok, "", nil)
 	if err != nil || res.Status != 200 {
 		t.Fatalf("ack after the restart: %d %s %v", res.Status, res.Body, err)
 	}

@@ -12,14 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/faulttest"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestPostgresFrozen: while Postgres is frozen, every route answers a 503
 // with the unavailable JSON within 15 s (no statement_timeout can fire on
@@ -42,11 +44,11 @@ func TestPostgresFrozen(t *testing.T) {
 
 	named := func(prefix string) func(int) (string, []byte) {
 		return func(n int) (string, []byte) {
-			body, ctype := faulttest.Multipart(faulttest.File{Name: fmt.Sprintf("%s-%d.txt", prefix, n), Type: "text/plain", Content: []byte("hello")})
+			body, ctype := faultkit.Multipart(faultkit.File{Name: fmt.Sprintf("%s-%d.txt", prefix, n), Type: "text/plain", Content: []byte("hello")})
 			return ctype, body
 		}
 	}
-	calls := []faulttest.Call{
+	calls := []faultkit.Call{
 		{Name: "upload", Method: "POST", URL: base + "/chat/uploads", Token: srv.AdminToken, Body: named("admin"), NeedsFrozen: true},
 		{Name: "upload-ws", Method: "POST", URL: base + "/chat/uploads", Token: wsTok, Body: named("ws"), NeedsFrozen: true},
 		{Name: "list", Method: "GET", URL: base + "/pending-uploads", Token: wsTok, NeedsFrozen: true},
@@ -54,7 +56,7 @@ func TestPostgresFrozen(t *testing.T) {
 		{Name: "content", Method: "GET", URL: base + "/pending-uploads/" + fileID + "/content", Token: wsTok, NeedsFrozen: true},
 		{Name: "ack-admin", Method: "POST", URL: base + "/pending-uploads/" + ackID + "/ack", Token: srv.AdminToken, NeedsFrozen: true},
 	}
-	sent := faulttest.Frozen(t, calls, cluster.Freeze, cluster.Thaw)
+	sent := faultkit.Frozen(t, calls, cluster.Freeze, cluster.Thaw)
 
 	// What is stored, by file name, once the server has run whatever
 	// waited in its sockets.
@@ -91,8 +93,8 @@ func TestPostgresFrozen(t *testing.T) {
 
 func upload(t *testing.T, token, base, name string) string {
 	t.Helper()
-	body, ctype := faulttest.Multipart(faulttest.File{Name: name, Type: "text/plain", Content: []byte("hello")})
-	res, err := faulttest.Do(&http.Client{}, 30*time.Second, "POST", base+"/chat/uploads", token, ctype, body)
+	body, ctype := faultkit.Multipart(faultkit.File{Name: name, Type: "text/plain", Content: []byte("hello")})
+	res, err := faultkit.Do(&http.Client{}, 30*time.Second, "POST", base+"/chat/uploads", token, ctype, body)
 	if err != nil || res.Status != 200 {
 		t.Fatalf("upload: %d %s %v", res.Status, res.Body, err)
 	}

@@ -17,16 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/faulttest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-func TestMain(m *testing.M) { apptest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const bucketFileSize = 4096 // above INLINE_MAX_BYTES below: held in the bucket
 
@@ -49,13 +51,13 @@ func TestS3Frozen(t *testing.T) {
 
 	file := func(prefix string, size int) func(int) (string, []byte) {
 		return func(n int) (string, []byte) {
-			body, ctype := faulttest.Multipart(faulttest.File{Name: fmt.Sprintf("%s-%d.bin", prefix, n), Content: bytes.Repeat([]byte{'x'}, size)})
+			body, ctype := faultkit.Multipart(faultkit.File{Name: fmt.Sprintf("%s-%d.bin", prefix, n), Content: bytes.Repeat([]byte{'x'}, size)})
 			return ctype, body
 		}
 	}
 	var mu sync.Mutex
 	committed := map[int]int{} // commit send number -> index in uploads
-	calls := []faulttest.Call{
+	calls := []faultkit.Call{
 		{Name: "upload-bucket", Method: "POST", URL: base + "/chat/uploads", Token: srv.AdminToken, Body: file("bucket", bucketFileSize), NeedsFrozen: true},
 		{Name: "upload-inline", Method: "POST", URL: base + "/chat/uploads", Token: srv.AdminToken, Body: file("inline", 100)},
 		{Name: "list", Method: "GET", URL: base + "/pending-uploads", Token: wsTok},
@@ -74,7 +76,7 @@ func TestS3Frozen(t *testing.T) {
 			return "application/json", []byte(`{"files":[{"upload_id":"` + uploads[i] + `"}]}`)
 		}},
 	}
-	sent := faulttest.Frozen(t, calls, s3test.Freeze, s3test.Thaw)
+	sent := faultkit.Frozen(t, calls, s3test.Freeze, s3test.Thaw)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -105,7 +107,7 @@ func TestS3Frozen(t *testing.T) {
 		}
 		if s.Call == "commit" && !s.OK() && s.DuringFreeze {
 			// The commit stored nothing, so it can be made again.
-			res, err := faulttest.Do(client, 30*time.Second, "POST", base+"/chat/uploads", srv.AdminToken, "application/json",
+			res, err := faultkit.Do(client, 30*time.Second, "POST", base+"/chat/uploads", srv.AdminToken, "application/json",
 				[]byte(`{"files":[{"upload_id":"`+uploads[committed[s.N]]+`"}]}`))
 			if err != nil || res.Status != 200 {
 				t.Errorf("commit #%d again after the thaw: %d %s %v, want 200", s.N, res.Status, res.Body, err)
@@ -137,8 +139,8 @@ func TestS3Frozen(t *testing.T) {
 
 func upload(t *testing.T, client *http.Client, token, base, name string, size int) string {
 	t.Helper()
-	body, ctype := faulttest.Multipart(faulttest.File{Name: name, Content: bytes.Repeat([]byte{'k'}, size)})
-	res, err := faulttest.Do(client, 30*time.Second, "POST", base+"/chat/uploads", token, ctype, body)
+	body, ctype := faultkit.Multipart(faultkit.File{Name: name, Content: bytes.Repeat([]byte{'k'}, size)})
+	res, err := faultkit.Do(client, 30*time.Second, "POST", base+"/chat/uploads", token, ctype, body)
 	if err != nil || res.Status != 200 {
 		t.Fatalf("upload: %d %s %v", res.Status, res.Body, err)
 	}
@@ -161,7 +163,7 @@ func presignAll(t *testing.T, client *http.Client, token, base string, n int) []
 	for i := range n {
 		files = append(files, fmt.Sprintf(`{"name":"c-%d.bin","size":10}`, i))
 	}
-	res, err := faulttest.Do(client, 30*time.Second, "POST", base+"/chat/uploads/presign", token, "application/json",
+	res, err := faultkit.Do(client, 30*time.Second, "POST", base+"/chat/uploads/presign", token, "application/json",
 		[]byte(`{"files":[`+strings.Join(files, ",")+`]}`))
 	if err != nil || res.Status != 200 {
 		t.Fatalf("presign: %d %s %v", res.Status, res.Body, err)

@@ -1,4 +1,4 @@
-package faulttest
+package faultkit
 
 import (
 	"encoding/json"

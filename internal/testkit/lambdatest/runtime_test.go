@@ -15,14 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pendinguploads/pendinguploads/internal/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	lambdatest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -31,7 +29,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 func TestInvoke(t *testing.T) {
-	bin := lambdatest.Build(t, "hello")
+	bin := lambdatest.Build(t, lambdatest.Hello)
 	rt := lambdatest.Start(t, bin, nil)
 
 	seen := make(map[string]bool)
@@ -68,7 +66,7 @@ func TestInvoke(t *testing.T) {
 }
 
 func TestInvokeFunctionError(t *testing.T) {
-	rt := lambdatest.Start(t, lambdatest.Build(t, "hello"), nil)
+	rt := lambdatest.Start(t, lambdatest.Build(t, lambdatest.Hello), nil)
 
 	res, err := rt.Invoke(ctx(t), []byte(`{"fail":true}`))
 	if err != nil {
@@ -92,7 +90,7 @@ func TestInvokeFunctionError(t *testing.T) {
 }
 
 func TestInvokeProcessExits(t *testing.T) {
-	rt := lambdatest.Start(t, lambdatest.Build(t, "hello"), nil)
+	rt := lambdatest.Start(t, lambdatest.Build(t, lambdatest.Hello), nil)
 
 	_, err := rt.Invoke(ctx(t), []byte(`{"exit":true}`))
 	if err == nil || !strings.Contains(err.Error(), "exited with status 3") {
@@ -104,7 +102,7 @@ func TestInvokeProcessExits(t *testing.T) {
 }
 
 func TestInitFailure(t *testing.T) {
-	bin := lambdatest.Build(t, "hello")
+	bin := lambdatest.Build(t, lambdatest.Hello)
 
 	t.Run("MissingVariable", func(t *testing.T) {
 		rt := lambdatest.Start(t, bin, []string{"HELLO_REQUIRE=1"})
@@ -132,7 +130,7 @@ func TestInitFailure(t *testing.T) {
 }
 
 func TestInvokeTooLarge(t *testing.T) {
-	rt := lambdatest.Start(t, lambdatest.Build(t, "hello"), nil)
+	rt := lambdatest.Start(t, lambdatest.Build(t, lambdatest.Hello), nil)
 	if _, err := rt.Invoke(ctx(t), make([]byte, lambdatest.MaxEventBytes+1)); err == nil {
 		t.Fatal("got no error for an event over the limit")
 	}
@@ -342,7 +340,7 @@ func TestProtocol(t *testing.T) {
 // BenchmarkColdStart measures hello's cold start: process start to first
 // answered event, the baseline for the real functions' cold starts.
 func BenchmarkColdStart(b *testing.B) {
-	bin := lambdatest.Build(b, "hello")
+	bin := lambdatest.Build(b, lambdatest.Hello)
 	var initTotal, firstTotal time.Duration
 	for b.Loop() {
 		rt := lambdatest.Start(b, bin, nil)
@@ -359,7 +357,7 @@ func BenchmarkColdStart(b *testing.B) {
 
 // BenchmarkWarmInvoke measures one warm round trip through the harness.
 func BenchmarkWarmInvoke(b *testing.B) {
-	rt := lambdatest.Start(b, lambdatest.Build(b, "hello"), nil)
+	rt := lambdatest.Start(b, lambdatest.Build(b, lambdatest.Hello), nil)
 	event := []byte(`{"n":1}`)
 	for b.Loop() {
 		if _, err := rt.Invoke(b.Context(), event); err != nil {

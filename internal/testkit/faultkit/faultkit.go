@@ -1,14 +1,8 @@
-// Package faulttest holds the fault tests of the service: a dependency
-// taken away while requests run (Postgres stopped, S3 unreachable), a
-// failure injected at one item of a batch, sweeps racing acks and uploads.
-// Every one runs the whole service (package apptest) on a real Postgres,
-// on loopback only, and every wait in them is bounded.
-//
-// The Postgres-stop test lives in faulttest/pgdown: it stops the test
-// binary's cluster, so it gets a binary (and a cluster) of its own.
-//
-// This file holds the helpers both packages share.
-package faulttest
+// Package faultkit holds what the fault tests (internal/faulttest and its
+// subpackages) share: building and sending requests with a bounded wait,
+// and sending calls while a dependency is frozen (Frozen), with the
+// answers they must get.
+package faultkit
 
 import (
 	"bytes"

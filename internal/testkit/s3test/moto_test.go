@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-func TestMain(m *testing.M) { s3test.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestNewBucket(t *testing.T) {
 	ep := s3test.MustStart(t)

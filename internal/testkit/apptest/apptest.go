@@ -21,8 +21,8 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/pgtest"
-	"github.com/pendinguploads/pendinguploads/internal/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 // AdminToken is the admin token of every test server.

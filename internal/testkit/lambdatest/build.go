@@ -32,14 +32,22 @@ type buildEntry struct {
 	err  error
 }
 
+// Hello names the hello-world function Build builds from HelloPackage: not
+// deployed, it tests this harness and is the cold-start baseline.
+const (
+	Hello        = "hello"
+	HelloPackage = "./internal/testkit/lambdatest/hello"
+)
+
 // Build compiles a function as Lambda builds it, but for the host's
 // architecture, and returns the path of its bootstrap binary:
 //
 //	CGO_ENABLED=0 GOOS=linux GOARCH=<runtime.GOARCH> go build \
 //	    -tags lambda.norpc -trimpath -ldflags='-s -w' -o <dir>/bootstrap ./functions/<name>
 //
-// fn is a function name ("hello": ./functions/hello) or a module-relative
-// package path containing a slash ("./cmd/x"). Paths are resolved against
+// fn is a deployed function's name ("list": ./functions/list), Hello (the
+// harness's own hello-world baseline), or a module-relative package path
+// containing a slash ("./cmd/x"). Paths are resolved against
 // the module root, found by walking up from the working directory to
 // go.mod. The result is cached for the life of the test binary, in a
 // directory that Cleanup removes; a failed build is cached too, and fails
@@ -51,7 +59,10 @@ func Build(tb testing.TB, fn string) string {
 		tb.Skipf("lambdatest: Lambda binaries are linux binaries; cannot run them on %s", runtime.GOOS)
 	}
 	pkg := fn
-	if !strings.Contains(fn, "/") {
+	switch {
+	case fn == Hello:
+		pkg = HelloPackage
+	case !strings.Contains(fn, "/"):
 		pkg = "./functions/" + fn
 	}
 	pkg = "./" + path.Clean(strings.TrimPrefix(pkg, "./"))

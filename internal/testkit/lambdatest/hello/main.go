@@ -1,7 +1,7 @@
-// Command hello is a test-only Lambda function: it is not deployed (it has
-// no entry in template.yaml or lambda.mk). internal/lambdatest tests its
-// Runtime API harness with it, and cold-start benchmarks use it as the
-// hello-world baseline.
+// Command hello is a test-only Lambda function: it is not deployed (it is
+// not under functions/, and has no entry in template.yaml or lambda.mk).
+// lambdatest tests its Runtime API harness with it, and cold-start
+// benchmarks use it as the hello-world baseline.
 //
 // It echoes its event, with three exceptions that exercise the harness:
 // {"fail":true} returns an error, {"exit":true} exits mid-invocation, and

@@ -1,0 +1,45 @@
+// Package testkit is the map of what the tests run on: real parts,
+// started on demand, on loopback only, and stopped when the test binary
+// ends.
+//
+//	pgtest      a throwaway PostgreSQL cluster from the machine's initdb and
+//	            pg_ctl (or TEST_DATABASE_URL), a fresh database per test
+//	            from a migrated template; the platform's schema on request
+//	s3test      moto_server, a fresh bucket per test; Freeze and Thaw
+//	apptest     the whole service (config, pool, store, API) in a test,
+//	            served on loopback, with tokens and helpers to read its state
+//	lambdatest  a function built as Lambda builds it, driven through a
+//	            Runtime API of its own (hello: its hello-world baseline)
+//	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
+//	            calls run, and the answers they must get
+//
+// Each server starts the first time a test asks for it (pgtest.MustURL,
+// s3test.MustStart, apptest.NewServer, lambdatest.Build), once per test
+// binary. One way stops them all: a package whose tests use any of them
+// has
+//
+//	func TestMain(m *testing.M) { testkit.Main(m) }
+package testkit
+
+import (
+	"os"
+	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+)
+
+// Main runs the tests, then stops whatever they started (the Postgres
+// cluster, moto, the Lambda builds) and runs cleanup, and exits with the
+// tests' code.
+func Main(m *testing.M, cleanup ...func()) {
+	code := m.Run()
+	for _, f := range cleanup {
+		f()
+	}
+	lambdatest.Cleanup()
+	s3test.Stop()
+	pgtest.Stop()
+	os.Exit(code)
+}
