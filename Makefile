@@ -6,11 +6,11 @@ PKGS := ./...
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run test tools vet fmt-check cross-build gotest bench fuzz load clean
+.PHONY: help run test tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
-	@echo "make test    every test and check: gofmt, go vet, cfn-lint, go test -race"
+	@echo "make test    every test and check: go mod tidy -diff, goimports, go vet, staticcheck, cfn-lint, go test -race"
 	@echo "make build   every Lambda function as Lambda builds it, into bin/<fn>/bootstrap"
 	@echo "make bench   benchmarks with their baselines and a report"
 	@echo "make fuzz    each fuzz target for FUZZTIME (default 30s)"
@@ -19,14 +19,32 @@ help:
 run:
 	$(GO) run ./cmd/devserver
 
-test: tools fmt-check vet cross-build lint-template gotest
+test: tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
 
 tools:
 	@./scripts/ensure-tools.sh
 
+# The Go linters, pinned, built into .tools/bin (not the module's
+# dependencies: nothing of them reaches a function's binary).
+TOOLS := $(CURDIR)/.tools/bin
+GOIMPORTS_VERSION := v0.41.0
+STATICCHECK_VERSION := v0.8.2
+LOCAL_IMPORTS := github.com/pendinguploads/pendinguploads
+
+lint-tools:
+	@GOBIN=$(TOOLS) $(GO) install golang.org/x/tools/cmd/goimports@$(GOIMPORTS_VERSION)
+	@GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy; go mod tidy would change:"; $(GO) mod tidy -diff; exit 1; }
+
+# goimports: gofmt, and imports in three groups (standard, others, ours).
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($(TOOLS)/goimports -l -local $(LOCAL_IMPORTS) $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')); \
+	if [ -n "$$out" ]; then echo "goimports -local $(LOCAL_IMPORTS) would change:"; echo "$$out"; exit 1; fi
+
+staticcheck:
+	$(TOOLS)/staticcheck $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -124,9 +123,10 @@ func arm64Bootstrap(tb testing.TB, fn string) string {
 		tb.Fatal(err)
 	}
 	out := filepath.Join(arm64Builds.dir, fn, "bootstrap")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if p, err := exec.LookPath("go"); err == nil {
-		gobin = p
+	// go test puts its own GOROOT/bin first on the test binary's PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Fatal(err)
 	}
 	cmd := exec.Command(gobin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+fn)
 	cmd.Dir = root

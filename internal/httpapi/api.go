@@ -29,10 +29,11 @@ const (
 	// RequestDeadline bounds every request's calls to its dependencies
 	// (Postgres, S3): API.md wants a 503 within 15 s of the request when
 	// one is down or frozen, on Lambda and on the dev server alike. The
-	// best-effort cleanup after a failure (a rollback, discarding objects:
-	// pendinguploads.CleanupBudget, 2 s each) runs past it, so 10 s + 2 s
-	// + 2 s leaves a second to answer. The pool's 5 s connect timeout and
-	// the 10 s statement_timeout end most waits first, with the same 503.
+	// best-effort cleanup after a failure (discarding objects:
+	// pendinguploads.CleanupBudget, 2 s) may run past it, or the check of
+	// a token before a refusal (as long again), not both: 10 s + 2 s
+	// leaves time to answer. The pool's 5 s connect timeout and the 10 s
+	// statement_timeout end most waits first, with the same 503.
 	RequestDeadline = 10 * time.Second
 )
 
@@ -255,7 +256,11 @@ func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
 	if !ok || p.Verified {
 		return refusal
 	}
-	p, err := a.authn.Verify(r.Context(), p)
+	// Its own budget: a refusal may come after the request's deadline (a
+	// body that arrived slowly), and still deserves its true answer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
+	defer cancel()
+	p, err := a.authn.Verify(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,6 @@ func (s *Store) Stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, fil
 	return s.stage(ctx, c, workspaceID, items, nil)
 }
 
-// batcher sends a pgx.Batch: the pool, or a transaction.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // stage validates, writes objects, then sends the rows and their activity
 // rows as one batch, one implicit transaction. With claim (claim[i] the
 // presigned upload items[i] was placed from, see Commit), the batch first
@@ -296,18 +291,11 @@ func (s *Store) discard(ctx context.Context, recs []Record) {
 	_ = s.bucket.Delete(dctx, keys)
 }
 
-// CleanupBudget bounds the best-effort work done after a failure (a
-// rollback, discarding objects), so that it never outlives the caller's
-// deadline by much: a Lambda keeps a few seconds of margin for it.
+// CleanupBudget bounds the best-effort work done after a failure
+// (discarding the objects written for rows that did not commit), so that
+// it never outlives the caller's deadline by much: a Lambda keeps a few
+// seconds of margin for it.
 const CleanupBudget = 2 * time.Second
-
-// rollback rolls tx back, best-effort, within CleanupBudget, even when ctx
-// is already done. After a commit it does nothing.
-func rollback(ctx context.Context, tx pgx.Tx) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
-	defer cancel()
-	_ = tx.Rollback(rctx)
-}
 
 // commitOutcomeUnknown reports whether a failed COMMIT may nevertheless
 // have committed: the connection broke or the deadline passed after the

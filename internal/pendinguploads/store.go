@@ -25,7 +25,6 @@ const (
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
 // production and tests.
 type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -126,8 +126,6 @@ func TestNotFound(t *testing.T) {
 	})
 }
 
-func second[T any](_ T, err error) error { return err }
-
 func TestGetErrTooLarge(t *testing.T) {
 	t.Parallel()
 	st, _ := newStore(t)

@@ -116,9 +116,10 @@ func build(dir, pkg string) (string, error) {
 	}
 	bin := filepath.Join(outDir, "bootstrap")
 
+	// go test puts its own GOROOT/bin first on the test binary's PATH.
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("no go command on PATH: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
