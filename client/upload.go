@@ -14,6 +14,7 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,8 +92,29 @@ type stagedBody struct {
 // an error, the files staged by earlier requests are returned with it.
 // Upload and commit requests are not retried (see RetryPolicy).
 func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
-	// The server's cap is asked for only when a file is over the default
-	// one: smaller files cost no extra request (a lower cap answers 413).
+	if err := c.checkFiles(ctx, files); err != nil {
+		return nil, err
+	}
+	u := &uploader{c: c, ws: ws, files: files, out: make([]*StagedFile, len(files))}
+	pending := make([]int, len(files))
+	for i := range files {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		limit := c.maxRequest()
+		var err error
+		if pending, err = u.send(ctx, planUpload(files, pending, limit), limit); err != nil {
+			return u.staged(), err
+		}
+	}
+	return u.staged(), nil
+}
+
+// checkFiles refuses, before any upload request, what the server would:
+// no files, a file without Open, an empty file, a file over the per-file
+// cap. The server's cap is asked for only when a file is over the default
+// one: smaller files cost no extra request (a lower cap answers 413).
+func (c *Client) checkFiles(ctx context.Context, files []UploadFile) error {
 	fileCap := int64(MaxFileBytes)
 	for _, f := range files {
 		if f.Size > fileCap {
@@ -102,104 +124,120 @@ func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) (
 	}
 	for _, f := range files {
 		if f.Open == nil {
-			return nil, fmt.Errorf("upload %s: no Open", f.Name)
+			return fmt.Errorf("upload %s: no Open", f.Name)
 		}
 		if f.Size <= 0 {
-			return nil, fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
+			return fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
 		}
 		if f.Size > fileCap {
-			return nil, fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(fileCap))
+			return fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(fileCap))
 		}
 	}
 	if len(files) == 0 {
-		return nil, errors.New("upload: no files")
+		return errors.New("upload: no files")
 	}
-	out := make([]*StagedFile, len(files))
-	collect := func() []StagedFile {
-		var s []StagedFile
-		for _, f := range out {
-			if f != nil {
-				s = append(s, *f)
-			}
-		}
-		return s
-	}
-	pending := make([]int, len(files))
-	for i := range files {
-		pending[i] = i
-	}
-	presignOff := false
-	for len(pending) > 0 {
-		limit := c.maxRequest()
-		var small, large []int
-		for _, i := range pending {
-			if multipartLen(files[i:i+1]) <= limit {
-				small = append(small, i)
-			} else {
-				large = append(large, i)
-			}
-		}
-		pending = nil
-		relearn := false
-		for _, batch := range packBatches(files, small, limit) {
-			if relearn {
-				pending = append(pending, batch...)
-				continue
-			}
-			staged, err := c.UploadMultipart(ctx, ws, pick(files, batch))
-			if err != nil {
-				if c.learnCap(err, limit) {
-					relearn = true
-					pending = append(pending, batch...)
-					continue
-				}
-				return collect(), err
-			}
-			for k, i := range batch {
-				out[i] = &staged[k]
-			}
-		}
-		if relearn {
-			pending = append(pending, large...)
-			continue
-		}
-		if len(large) == 0 {
-			break
-		}
-		if !presignOff {
-			for start := 0; start < len(large); start += MaxFilesPerRequest {
-				batch := large[start:min(start+MaxFilesPerRequest, len(large))]
-				staged, err := c.UploadPresigned(ctx, ws, pick(files, batch))
-				if errors.Is(err, ErrPresignNotOffered) {
-					presignOff = true
-					pending = append(pending, large[start:]...)
-					break
-				}
-				if err != nil {
-					return collect(), err
-				}
-				for k, i := range batch {
-					out[i] = &staged[k]
-				}
-			}
-			continue
-		}
-		// No presign: each large file alone, as multipart, in case the
-		// server's cap is larger than the client believes.
-		for _, i := range large {
-			staged, err := c.UploadMultipart(ctx, ws, files[i:i+1])
-			if err != nil {
-				if IsTooLarge(err) {
-					c.learnCap(err, limit)
-					return collect(), fmt.Errorf("upload %s: %w: %s does not fit the server's request cap (%s) and the server offers no presigned uploads (no bucket configured): %w",
-						files[i].Name, ErrTooLarge, HumanBytes(files[i].Size), HumanBytes(c.maxRequest()), err)
-				}
-				return collect(), err
-			}
-			out[i] = &staged[0]
+	return nil
+}
+
+// uploadPlan is how a set of files (indexes into Upload's files) goes
+// under a request cap: multipart requests packed within the cap and
+// MaxFilesPerRequest, in order; and the files too large for any request.
+type uploadPlan struct {
+	batches [][]int
+	large   []int
+}
+
+// planUpload plans the files pending under the request cap limit.
+func planUpload(files []UploadFile, pending []int, limit int64) uploadPlan {
+	var p uploadPlan
+	var small []int
+	for _, i := range pending {
+		if multipartLen(files[i:i+1]) <= limit {
+			small = append(small, i)
+		} else {
+			p.large = append(p.large, i)
 		}
 	}
-	return collect(), nil
+	p.batches = packBatches(files, small, limit)
+	return p
+}
+
+// uploader sends plans and keeps what they staged, by file.
+type uploader struct {
+	c          *Client
+	ws         uuid.UUID
+	files      []UploadFile
+	out        []*StagedFile
+	presignOff bool // the server answered presign with 404: no bucket
+}
+
+// staged is what was staged so far, in the files' order.
+func (u *uploader) staged() []StagedFile {
+	var s []StagedFile
+	for _, f := range u.out {
+		if f != nil {
+			s = append(s, *f)
+		}
+	}
+	return s
+}
+
+func (u *uploader) keep(idx []int, staged []StagedFile) {
+	for k, i := range idx {
+		u.out[i] = &staged[k]
+	}
+}
+
+// send sends plan, made under the cap limit: the multipart batches, then
+// the large files through presign, or (no presign) each alone as
+// multipart, in case the server's cap is larger than believed. It
+// returns the files to plan again: after a 413 that lowered the cap (all
+// not sent yet), or when presign turns out not to be offered (the large
+// files not sent yet).
+func (u *uploader) send(ctx context.Context, plan uploadPlan, limit int64) ([]int, error) {
+	for k, batch := range plan.batches {
+		staged, err := u.c.UploadMultipart(ctx, u.ws, pick(u.files, batch))
+		if err != nil {
+			if u.c.learnCap(err, limit) {
+				return append(slices.Concat(plan.batches[k:]...), plan.large...), nil
+			}
+			return nil, err
+		}
+		u.keep(batch, staged)
+	}
+	if u.presignOff {
+		return nil, u.sendAlone(ctx, plan.large, limit)
+	}
+	for start := 0; start < len(plan.large); start += MaxFilesPerRequest {
+		batch := plan.large[start:min(start+MaxFilesPerRequest, len(plan.large))]
+		staged, err := u.c.UploadPresigned(ctx, u.ws, pick(u.files, batch))
+		if errors.Is(err, ErrPresignNotOffered) {
+			u.presignOff = true
+			return plan.large[start:], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		u.keep(batch, staged)
+	}
+	return nil, nil
+}
+
+// sendAlone sends each of large as a multipart request of its own.
+func (u *uploader) sendAlone(ctx context.Context, large []int, limit int64) error {
+	for _, i := range large {
+		staged, err := u.c.UploadMultipart(ctx, u.ws, u.files[i:i+1])
+		if err != nil {
+			if IsTooLarge(err) {
+				u.c.learnCap(err, limit)
+				return fmt.Errorf("upload %s: %w: %s does not fit the server's request cap (%s) and the server offers no presigned uploads (no bucket configured): %w",
+					u.files[i].Name, ErrTooLarge, HumanBytes(u.files[i].Size), HumanBytes(u.c.maxRequest()), err)
+			}
+			return err
+		}
+		u.keep([]int{i}, staged)
+	}
+	return nil
 }
 
 // learnCap takes the request cap from a 413 "request body too large"
