@@ -99,7 +99,7 @@ var arm64Builds struct {
 	paths map[string]string
 }
 
-// arm64Bootstrap builds ./functions/<fn> exactly as lambda.mk's
+// arm64Bootstrap builds fn (lambdatest.Package) exactly as lambda.mk's
 // LAMBDA_BUILD does (CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags
 // lambda.norpc -trimpath -ldflags='-s -w') and returns the binary's path.
 // The binary is only measured, never run.
@@ -128,7 +128,7 @@ func arm64Bootstrap(tb testing.TB, fn string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(gobin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+fn)
+	cmd := exec.Command(gobin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, lambdatest.Package(fn))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 	if b, err := cmd.CombinedOutput(); err != nil {

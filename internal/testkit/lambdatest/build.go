@@ -39,6 +39,18 @@ const (
 	HelloPackage = "./internal/testkit/lambdatest/hello"
 )
 
+// Package is the module-relative package path Build builds for fn.
+func Package(fn string) string {
+	pkg := fn
+	switch {
+	case fn == Hello:
+		pkg = HelloPackage
+	case !strings.Contains(fn, "/"):
+		pkg = "./functions/" + fn
+	}
+	return "./" + path.Clean(strings.TrimPrefix(pkg, "./"))
+}
+
 // Build compiles a function as Lambda builds it, but for the host's
 // architecture, and returns the path of its bootstrap binary:
 //
@@ -58,14 +70,7 @@ func Build(tb testing.TB, fn string) string {
 	if runtime.GOOS != "linux" {
 		tb.Skipf("lambdatest: Lambda binaries are linux binaries; cannot run them on %s", runtime.GOOS)
 	}
-	pkg := fn
-	switch {
-	case fn == Hello:
-		pkg = HelloPackage
-	case !strings.Contains(fn, "/"):
-		pkg = "./functions/" + fn
-	}
-	pkg = "./" + path.Clean(strings.TrimPrefix(pkg, "./"))
+	pkg := Package(fn)
 
 	builds.mu.Lock()
 	if builds.entries == nil {
