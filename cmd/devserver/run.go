@@ -21,6 +21,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/localpg"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
@@ -81,7 +82,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fail("config", err)
 	}
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket})
 	if err != nil {
 		return fail("init", err)
 	}

@@ -10,6 +10,6 @@ import (
 )
 
 func main() {
-	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
+	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, nil)
 	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.ListRoute, httpapi.LimitsRoute)))
 }

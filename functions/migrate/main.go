@@ -21,7 +21,7 @@ import (
 const physicalID = "pendinguploads-schema"
 
 func main() {
-	a := lambdafn.MustInit(config.NeedDatabase)
+	a := lambdafn.MustInit(config.NeedDatabase, nil)
 	lambda.Start(cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 		ctx, end := reqlog.Begin(ctx, "")
 		defer end()

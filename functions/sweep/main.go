@@ -14,11 +14,12 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
 )
 
 func main() {
-	a := lambdafn.MustInit(config.NeedDatabase)
+	a := lambdafn.MustInit(config.NeedDatabase, s3blobs.OpenBucket)
 	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (pendinguploads.SweepResult, error) {
 		ctx, end := reqlog.Begin(ctx, "")
 		defer end()

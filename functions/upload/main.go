@@ -7,9 +7,10 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 )
 
 func main() {
-	a := lambdafn.MustInit(config.NeedDatabase | config.NeedAdminToken)
+	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, s3blobs.OpenBucket)
 	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.UploadRoute)))
 }

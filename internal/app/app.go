@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/awslog"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 )
 
 // App is the assembled service.
@@ -33,8 +33,7 @@ type App struct {
 	DatabaseURL string
 	Pool        *pgxpool.Pool
 	Store       *pendinguploads.Store
-	Bucket      *s3blobs.Store // nil without CONTENT_BUCKET
-	API         *httpapi.API   // nil when no admin token is configured (sweep, migrate)
+	API         *httpapi.API // nil when no admin token is configured (sweep, migrate)
 	Logger      *slog.Logger
 	Metrics     *metrics.Emitter
 }
@@ -45,7 +44,15 @@ type Options struct {
 	MetricsOut io.Writer  // where EMF lines go: stdout in Lambda; nil for none
 	MaxConns   int32      // default DefaultMaxConns
 	Secrets    SecretsAPI // default: a Secrets Manager client from the AWS config
+	// OpenBucket opens CONTENT_BUCKET for the store (s3blobs.OpenBucket).
+	// A process that never touches the files' objects (the list and ack
+	// functions) leaves it nil, and so does not link an S3 client: its
+	// store has no bucket, whatever CONTENT_BUCKET says.
+	OpenBucket BucketOpener
 }
+
+// BucketOpener opens the bucket cfg names, for a store.
+type BucketOpener func(ctx context.Context, cfg config.Config, log *slog.Logger) (pendinguploads.Bucket, error)
 
 // New resolves secrets, builds the pool (lazily: no connection yet), the
 // store and, when an admin token is configured, the HTTP API. Its errors
@@ -62,7 +69,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 
 	sm := opts.Secrets
 	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithLogger(s3blobs.SDKLogger(log)))
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithLogger(awslog.SDKLogger(log)))
 		if err != nil {
 			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
 		}
@@ -127,21 +134,16 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		db = &RotatingPool{Pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
 	var bucket pendinguploads.Bucket
-	if cfg.ContentBucket != "" {
-		b, err := s3blobs.NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle, log)
-		if err != nil {
+	if cfg.ContentBucket != "" && opts.OpenBucket != nil {
+		if bucket, err = opts.OpenBucket(ctx, cfg, log); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
-		a.Bucket, bucket = b, b
 	}
 	a.Store = pendinguploads.New(db, bucket)
 	a.Store.TTL = cfg.UploadTTL
 	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
 	a.Store.MaxFileBytes = cfg.MaxFileBytes
-	if a.Bucket != nil {
-		a.Bucket.MaxSize = a.Store.FileCap()
-	}
 
 	if adminToken != "" {
 		authn, err := auth.NewAuthenticator(db, adminToken)
@@ -155,6 +157,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		api.Logger = log
 		api.Metrics = a.Metrics
 		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
+		api.PresignOffered = cfg.ContentBucket != ""
 		a.API = api
 	}
 	return a, nil

@@ -52,6 +52,10 @@ type API struct {
 	// CORSAllowedOrigins are the browser origins answered with CORS
 	// headers (cors.go); empty: none.
 	CORSAllowedOrigins []string
+	// PresignOffered says the service offers presigned uploads (a bucket
+	// is configured), for GET /uploads/limits: the list function that
+	// serves it has no bucket of its own.
+	PresignOffered bool
 }
 
 // New returns the API over store and authn.

@@ -19,7 +19,7 @@ func (a *API) Limits() Limits {
 		PerFileBytes:             a.store.FileCap(),
 		PerRequestBytes:          a.maxRequest(),
 		MaxAttachmentsPerMessage: MaxFiles,
-		Presign:                  a.store.Presigns(),
+		Presign:                  a.PresignOffered || a.store.Presigns(),
 	}
 }
 

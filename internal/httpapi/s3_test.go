@@ -172,10 +172,10 @@ func Test25MiBThroughTheBucket(t *testing.T) {
 	if err != nil || res.Acked != 1 {
 		t.Fatalf("sweep: got %+v, %v", res, err)
 	}
-	if _, err := srv.App.Bucket.Size(context.Background(), "objects/"+ws.String()+"/"+f.FileID); err == nil {
+	if _, err := srv.Objects.Size(context.Background(), "objects/"+ws.String()+"/"+f.FileID); err == nil {
 		t.Fatal("object still in the bucket after the sweep")
 	}
-	if _, err := srv.App.Bucket.Size(context.Background(), "staging/"+ws.String()+"/"+up.UploadID); err == nil {
+	if _, err := srv.Objects.Size(context.Background(), "staging/"+ws.String()+"/"+up.UploadID); err == nil {
 		t.Fatal("staging object still in the bucket after the commit")
 	}
 }
@@ -302,7 +302,7 @@ func TestInlineOrBucketByInlineMax(t *testing.T) {
 			t.Fatalf("%s: inline=%v s3_key=%v, want inline=%v", f.Name, inline, key, wantInline)
 		}
 		if !wantInline {
-			if n, err := srv.App.Bucket.Size(context.Background(), *key); err != nil || n != int64(len(want)) {
+			if n, err := srv.Objects.Size(context.Background(), *key); err != nil || n != int64(len(want)) {
 				t.Fatalf("%s: object size %d, %v", f.Name, n, err)
 			}
 		}

@@ -16,10 +16,12 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 )
 
-// MustInit reads the configuration and assembles the app. On a bad or
-// missing setting it logs one JSON line naming the variable and exits
-// with status 1: Lambda records a failed init, and nothing is guessed.
-func MustInit(need config.Requirement) *app.App {
+// MustInit reads the configuration and assembles the app, with the bucket
+// that openBucket opens (nil for a function that touches no object: it
+// then links no S3 client). On a bad or missing setting it logs one JSON
+// line naming the variable and exits with status 1: Lambda records a
+// failed init, and nothing is guessed.
+func MustInit(need config.Requirement, openBucket app.BucketOpener) *app.App {
 	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(os.Stdout, nil)))
 	slog.SetDefault(log)
 	cfg, err := config.Load(os.Getenv, need)
@@ -29,7 +31,7 @@ func MustInit(need config.Requirement) *app.App {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, MetricsOut: os.Stdout})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, MetricsOut: os.Stdout, OpenBucket: openBucket})
 	if err != nil {
 		log.Error("init failed", "err", err.Error())
 		os.Exit(1)

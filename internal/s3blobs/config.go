@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/awslog"
+	pconfig "github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -36,7 +40,7 @@ const (
 // default AWS configuration (environment, shared files, the Lambda role).
 // A non-empty endpoint replaces S3's (a local S3 such as moto or MinIO);
 // forcePathStyle puts the bucket in the path instead of the host name.
-// The SDK logs through log (see SDKLogger; nil: slog.Default()).
+// The SDK logs through log (see awslog.SDKLogger; nil: slog.Default()).
 //
 // Each call is retried by the SDK's standard retryer, at most
 // RetryMaxAttempts attempts, each waiting at most DialTimeout to connect
@@ -59,7 +63,7 @@ func NewFromConfig(ctx context.Context, bucket, endpoint string, forcePathStyle 
 				o.MaxBackoff = RetryMaxBackoff
 			})
 		}),
-		config.WithLogger(SDKLogger(log)),
+		config.WithLogger(awslog.SDKLogger(log)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)
@@ -74,4 +78,18 @@ func NewFromConfig(ctx context.Context, bucket, endpoint string, forcePathStyle 
 		o.UsePathStyle = forcePathStyle
 	})
 	return NewFromClient(client, bucket), nil
+}
+
+// OpenBucket is the store's bucket as cfg describes it (CONTENT_BUCKET,
+// S3_ENDPOINT, S3_FORCE_PATH_STYLE), taking objects up to MAX_FILE_BYTES:
+// the app.BucketOpener of the functions that read or write objects.
+func OpenBucket(ctx context.Context, cfg pconfig.Config, log *slog.Logger) (pendinguploads.Bucket, error) {
+	b, err := NewFromConfig(ctx, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxFileBytes > 0 {
+		b.MaxSize = cfg.MaxFileBytes
+	}
+	return b, nil
 }

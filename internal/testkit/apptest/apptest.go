@@ -9,11 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -56,10 +57,13 @@ type Server struct {
 	Store       *pendinguploads.Store
 	S3          s3test.Endpoint // zero without Options.S3
 	Bucket      string
+	// Objects reads and writes the bucket beside the service (for the
+	// test's own checks); nil without Options.S3.
+	Objects *s3blobs.Store
 }
 
-// NewServer starts the service for tb; everything stops at cleanup. Test
-// binaries using it call pgtest.Main (and s3test's cleanup: see Main).
+// NewServer starts the service for tb; everything stops at cleanup (see
+// testkit.Main).
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	s := &Server{AdminToken: AdminToken}
@@ -71,7 +75,9 @@ func NewServer(tb testing.TB, opts Options) *Server {
 	env := map[string]string{"DATABASE_URL": s.DatabaseURL, "ADMIN_TOKEN": AdminToken}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)
-		_, s.Bucket = s3test.NewBucket(tb, s.S3)
+		var client *s3.Client
+		client, s.Bucket = s3test.NewBucket(tb, s.S3)
+		s.Objects = s3blobs.NewFromClient(client, s.Bucket)
 		for _, kv := range s.S3.Env() {
 			k, v, _ := strings.Cut(kv, "=")
 			tb.Setenv(k, v) // the AWS SDK reads credentials from the environment
@@ -95,6 +101,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		Logger:     slog.New(slog.NewJSONHandler(logw, nil)),
 		MetricsOut: opts.MetricsOut,
 		MaxConns:   8,
+		OpenBucket: s3blobs.OpenBucket,
 	})
 	if err != nil {
 		tb.Fatalf("apptest: %v", err)
@@ -123,13 +130,4 @@ func (s *Server) WorkspaceToken(tb testing.TB, ws uuid.UUID) string {
 		tb.Fatalf("apptest: token: %v", err)
 	}
 	return tok
-}
-
-// Main is TestMain for packages using apptest: it runs the tests, then
-// stops the throwaway Postgres cluster and moto.
-func Main(m *testing.M) {
-	code := m.Run()
-	s3test.Stop()
-	pgtest.Stop()
-	os.Exit(code)
 }

@@ -4,12 +4,12 @@
 // With TEST_DATABASE_URL set, databases are created on that server (its
 // user needs CREATEDB). Otherwise the first call starts a throwaway cluster
 // (package localpg) in a temporary folder, shared by the whole test binary
-// and stopped by Main. Each test gets a fresh database cloned from a
+// and stopped by Stop (testkit.Main calls it). Each test gets a fresh database cloned from a
 // migrated template, which takes milliseconds instead of a full migration.
 //
 // Use it as:
 //
-//	func TestMain(m *testing.M) { pgtest.Main(m) }
+//	func TestMain(m *testing.M) { testkit.Main(m) }
 //	func TestX(t *testing.T) { db := pgtest.MustOpen(t); … }
 package pgtest
 
@@ -45,14 +45,6 @@ var (
 	seq          atomic.Int64
 	runID        = fmt.Sprintf("t%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
 )
-
-// Main runs the tests and then stops the throwaway cluster, if one was
-// started. It calls os.Exit.
-func Main(m *testing.M) {
-	code := m.Run()
-	Stop()
-	os.Exit(code)
-}
 
 // Stop stops the throwaway cluster and removes its folder. Safe to call
 // when none was started.

@@ -2,13 +2,10 @@
 // per test binary on a loopback port, or the endpoint named by
 // S3TEST_ENDPOINT, and fresh buckets on it.
 //
-// A test package that uses it should call Main from TestMain:
-//
-//	func TestMain(m *testing.M) { s3test.Main(m) }
-//
-// Main stops the server (its whole process group) when the tests end. On
+// A test package that uses it has testkit.Main as its TestMain, which
+// stops the server (its whole process group, Stop) when the tests end. On
 // Linux the server also gets SIGKILL when the test process dies by any
-// means, so no moto_server outlives `go test` even without Main.
+// means, so no moto_server outlives `go test` even without it.
 package s3test
 
 import (
@@ -99,14 +96,6 @@ func MustStart(tb testing.TB) Endpoint {
 		tb.Fatalf("s3test: %v", server.err)
 	}
 	return server.ep
-}
-
-// Main runs the tests, stops the moto_server if one was started, and exits
-// with the tests' code. Call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	Stop()
-	os.Exit(code)
 }
 
 // Stop stops the moto_server this binary started, if any, killing its

@@ -1,4 +1,5 @@
-package s3blobs
+// Package awslog sends the AWS SDK's log lines through slog, as JSON.
+package awslog
 
 import (
 	"context"
