@@ -18,6 +18,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/localpg"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
@@ -82,7 +83,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return fail("config", err)
 	}
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket, LoadAWS: awsprofile.Load})
 	if err != nil {
 		return fail("init", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
@@ -102,7 +103,7 @@ func openApp(ctx context.Context, e env) (*app.App, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 2, OpenBucket: s3blobs.OpenBucket})
+	return app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 2, OpenBucket: s3blobs.OpenBucket, LoadAWS: awsprofile.Load})
 }
 
 func runMigrate(ctx context.Context, e env, args []string) error {

@@ -10,15 +10,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
-	"github.com/pendinguploads/pendinguploads/internal/awslog"
+	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
@@ -49,10 +49,14 @@ type Options struct {
 	// functions) leaves it nil, and so does not link an S3 client: its
 	// store has no bucket, whatever CONTENT_BUCKET says.
 	OpenBucket BucketOpener
+	// LoadAWS loads the AWS configuration, when a secret or the bucket
+	// needs it (default: awsenv.Load from the environment, as a function
+	// has it; programs people run pass awsprofile.Load).
+	LoadAWS func(ctx context.Context, log *slog.Logger) (aws.Config, error)
 }
 
 // BucketOpener opens the bucket cfg names, for a store.
-type BucketOpener func(ctx context.Context, cfg config.Config, log *slog.Logger) (pendinguploads.Bucket, error)
+type BucketOpener func(cfg config.Config, awsCfg aws.Config) (pendinguploads.Bucket, error)
 
 // New resolves secrets, builds the pool (lazily: no connection yet), the
 // store and, when an admin token is configured, the HTTP API. Its errors
@@ -67,9 +71,24 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		a.Metrics = metrics.New(opts.MetricsOut, metrics.Namespace)
 	}
 
+	loadAWS := opts.LoadAWS
+	if loadAWS == nil {
+		loadAWS = func(context.Context, *slog.Logger) (aws.Config, error) { return awsenv.Load(os.Getenv, log) }
+	}
+	var awsCfg *aws.Config // loaded once, when first needed
+	awsConfig := func() (aws.Config, error) {
+		if awsCfg == nil {
+			c, err := loadAWS(ctx, log)
+			if err != nil {
+				return aws.Config{}, err
+			}
+			awsCfg = &c
+		}
+		return *awsCfg, nil
+	}
 	sm := opts.Secrets
 	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithLogger(awslog.SDKLogger(log)))
+		awsCfg, err := awsConfig()
 		if err != nil {
 			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
 		}
@@ -135,7 +154,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	var bucket pendinguploads.Bucket
 	if cfg.ContentBucket != "" && opts.OpenBucket != nil {
-		if bucket, err = opts.OpenBucket(ctx, cfg, log); err != nil {
+		awsCfg, err := awsConfig()
+		if err == nil {
+			bucket, err = opts.OpenBucket(cfg, awsCfg)
+		}
+		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -31,17 +32,27 @@ func isolate(t *testing.T, env []string) {
 	}
 }
 
+// newFromEnv is a Store as a function opens it: awsenv's configuration.
+func newFromEnv(t *testing.T, bucket, endpoint string, log *slog.Logger) (*s3blobs.Store, error) {
+	t.Helper()
+	awsCfg, err := awsenv.Load(os.Getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	return s3blobs.NewFromAWS(awsCfg, bucket, endpoint, true)
+}
+
 // Not parallel: these tests set the process environment.
-func TestNewFromConfig(t *testing.T) {
+func TestNewFromAWS(t *testing.T) {
 	ep := s3test.MustStart(t)
 	_, bucket := s3test.NewBucket(t, ep)
 	ctx := context.Background()
 
 	t.Run("LocalEndpoint", func(t *testing.T) {
 		isolate(t, ep.Env())
-		st, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, nil)
+		st, err := newFromEnv(t, bucket, ep.URL, nil)
 		if err != nil {
-			t.Fatalf("NewFromConfig: %v", err)
+			t.Fatalf("NewFromAWS: %v", err)
 		}
 		if err := st.Put(ctx, "objects/cfg", []byte{0xde, 0xad}, "application/octet-stream"); err != nil {
 			t.Fatalf("Put: %v", err)
@@ -53,15 +64,22 @@ func TestNewFromConfig(t *testing.T) {
 
 	t.Run("NoRegion", func(t *testing.T) {
 		isolate(t, append(ep.Env(), "AWS_REGION="))
-		if _, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, nil); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
-			t.Errorf("NewFromConfig: got %v, want an error naming AWS_REGION", err)
+		if _, err := newFromEnv(t, bucket, ep.URL, nil); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
+			t.Errorf("got %v, want an error naming AWS_REGION", err)
+		}
+	})
+
+	t.Run("NoCredentials", func(t *testing.T) {
+		isolate(t, append(ep.Env(), "AWS_ACCESS_KEY_ID="))
+		if _, err := newFromEnv(t, bucket, ep.URL, nil); err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+			t.Errorf("got %v, want an error naming AWS_ACCESS_KEY_ID", err)
 		}
 	})
 
 	t.Run("NoBucket", func(t *testing.T) {
 		isolate(t, ep.Env())
-		if _, err := s3blobs.NewFromConfig(ctx, "", ep.URL, true, nil); err == nil {
-			t.Error("NewFromConfig with no bucket: got nil error, want one")
+		if _, err := newFromEnv(t, "", ep.URL, nil); err == nil {
+			t.Error("NewFromAWS with no bucket: got nil error, want one")
 		}
 	})
 }
@@ -87,9 +105,9 @@ func TestSDKLogsAreJSON(t *testing.T) {
 
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := s3blobs.NewFromConfig(ctx, bucket, ep.URL, true, log)
+	st, err := newFromEnv(t, bucket, ep.URL, log)
 	if err != nil {
-		t.Fatalf("NewFromConfig: %v", err)
+		t.Fatalf("NewFromAWS: %v", err)
 	}
 	// A plain PUT, without the SDK's checksum, as a presigned upload is.
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("objects/plain"), Body: strings.NewReader("plain")},
