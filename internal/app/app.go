@@ -49,6 +49,9 @@ type Options struct {
 	// functions) leaves it nil, and so does not link an S3 client: its
 	// store has no bucket, whatever CONTENT_BUCKET says.
 	OpenBucket BucketOpener
+	// Tracer sees every statement the pool sends (nil: none): the
+	// instrumentation that counts a request's round trips.
+	Tracer pgx.QueryTracer
 	// LoadAWS loads the AWS configuration, when a secret or the bucket
 	// needs it (default: awsenv.Load from the environment, as a function
 	// has it; programs people run pass awsprofile.Load).
@@ -137,7 +140,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if rotated != nil {
 		beforeConnect = rotated.beforeConnect
 	}
-	pool, err := newPool(dbURL, maxConns, beforeConnect)
+	pool, err := newPool(dbURL, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}

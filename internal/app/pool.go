@@ -29,11 +29,12 @@ const (
 // statement_timeout in options, default_query_exec_mode=exec for RDS
 // Proxy) win over the defaults.
 func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
-	return newPool(databaseURL, maxConns, nil)
+	return newPool(databaseURL, maxConns, nil, nil)
 }
 
-// newPool is NewPool with a BeforeConnect hook (the rotated password).
-func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error) (*pgxpool.Pool, error) {
+// newPool is NewPool with a BeforeConnect hook (the rotated password) and
+// a tracer (nil: none).
+func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// pgx's message can quote the URL, password included: keep it out.
@@ -67,5 +68,8 @@ func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Cont
 		rp["application_name"] = "pendinguploads"
 	}
 	cfg.BeforeConnect = beforeConnect
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	return pgxpool.NewWithConfig(context.Background(), cfg)
 }

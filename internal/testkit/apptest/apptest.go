@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
@@ -22,7 +24,9 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/delayproxy"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
@@ -41,6 +45,13 @@ type Options struct {
 	Log io.Writer
 	// MetricsOut receives EMF lines (default: none).
 	MetricsOut io.Writer
+	// DBDelay puts Postgres behind a loopback proxy that delays each
+	// direction by this much (delayproxy): the round trip of a network,
+	// for the service's pool and the test's own (Pool) alike.
+	DBDelay time.Duration
+	// CountRoundTrips counts the round trips of the service's pool
+	// (Server.RoundTrips).
+	CountRoundTrips bool
 	// Platform runs the service on the platform's database (its schema,
 	// with our migrations over it: pgtest.MustPlatformURL), with the
 	// 100 MiB CHECK when Cap100MiB.
@@ -60,6 +71,9 @@ type Server struct {
 	// Objects reads and writes the bucket beside the service (for the
 	// test's own checks); nil without Options.S3.
 	Objects *s3blobs.Store
+	// RoundTrips counts the service pool's round trips; nil without
+	// Options.CountRoundTrips.
+	RoundTrips *pgtrace.RoundTrips
 }
 
 // NewServer starts the service for tb; everything stops at cleanup (see
@@ -71,6 +85,14 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.DatabaseURL = pgtest.MustPlatformURL(tb, opts.Cap100MiB)
 	} else {
 		s.DatabaseURL = pgtest.MustURL(tb)
+	}
+	if opts.DBDelay > 0 {
+		u, err := url.Parse(s.DatabaseURL)
+		if err != nil {
+			tb.Fatalf("apptest: %v", err)
+		}
+		u.Host = delayproxy.Start(tb, u.Host, opts.DBDelay).Addr
+		s.DatabaseURL = u.String()
 	}
 	env := map[string]string{"DATABASE_URL": s.DatabaseURL, "ADMIN_TOKEN": AdminToken}
 	if opts.S3 {
@@ -102,6 +124,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		MetricsOut: opts.MetricsOut,
 		MaxConns:   8,
 		OpenBucket: s3blobs.OpenBucket,
+		Tracer:     s.tracer(opts),
 	})
 	if err != nil {
 		tb.Fatalf("apptest: %v", err)
@@ -130,4 +153,13 @@ func (s *Server) WorkspaceToken(tb testing.TB, ws uuid.UUID) string {
 		tb.Fatalf("apptest: token: %v", err)
 	}
 	return tok
+}
+
+// tracer is the service pool's tracer: the round-trip counter, when asked.
+func (s *Server) tracer(opts Options) pgx.QueryTracer {
+	if !opts.CountRoundTrips {
+		return nil
+	}
+	s.RoundTrips = &pgtrace.RoundTrips{}
+	return s.RoundTrips
 }
