@@ -67,7 +67,10 @@ func serve(tb testing.TB, h http.Handler, method, url, token, ctype string, body
 		req.Header.Set("Content-Type", ctype)
 	}
 	s := &sink{}
-	if want != 200 || method != "GET" || len(body) < 4096 {
+	// Keep the answer to read it (an upload's, an error's), not the bytes
+	// of a GET: copying those would be the harness's cost, not the
+	// handler's.
+	if want != 200 || method != "GET" {
 		s.keep = &bytes.Buffer{}
 	}
 	h.ServeHTTP(s, req)

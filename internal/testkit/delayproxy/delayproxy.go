@@ -107,6 +107,15 @@ func (p *Proxy) accept() {
 	}
 }
 
+// waitUntil returns at t. Go's timers may oversleep by a millisecond
+// here (their granularity without epoll_pwait2), which would double a
+// 0.5 ms delay; preciseSleep is the OS's own sleep where there is one.
+func waitUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		preciseSleep(d)
+	}
+}
+
 type chunk struct {
 	at time.Time // when it may leave
 	b  []byte
@@ -120,9 +129,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	go func() {
 		defer close(done)
 		for c := range q {
-			if d := time.Until(c.at); d > 0 {
-				time.Sleep(d)
-			}
+			waitUntil(c.at)
 			if _, err := dst.Write(c.b); err != nil {
 				src.Close()
 				for range q { // drain, so the reader is not stuck
