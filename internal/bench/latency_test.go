@@ -41,6 +41,8 @@ func benchRTT(b *testing.B) time.Duration {
 //	upload   a one-file multipart upload vs a raw INSERT of the row
 //	content  the file's bytes vs a raw SELECT of them
 //	list     the first page (50 of 200) vs a raw SELECT of that page
+//	ack      an ack (again: the row is acked after the first) vs a raw
+//	         UPDATE of acked_at
 func BenchmarkLatency(b *testing.B) {
 	for _, rtt := range []time.Duration{0, benchRTT(b)} {
 		name := "rtt=" + rtt.String()
@@ -131,6 +133,22 @@ func latencyAt(b *testing.B, rtt time.Duration) {
 		SELECT $1, '\x78'::bytea, 1, sha256('\x78'::bytea), 'f' || g || '.txt', 'text/plain',
 		       now() - interval '1 hour' + g * interval '1 millisecond', now() + interval '24 hours'
 		FROM generate_series(1, 200) g`, ws)
+	var ackID uuid.UUID
+	if err := srv.Pool.QueryRow(ctx, `SELECT file_id FROM pending_uploads WHERE workspace_id = $1 LIMIT 1`, ws).Scan(&ackID); err != nil {
+		b.Fatal(err)
+	}
+	ackURL := "/workspaces/" + ws.String() + "/pending-uploads/" + ackID.String() + "/ack"
+	b.Run("ack/handler", func(b *testing.B) {
+		handler(b, func() { serve(b, h, "POST", ackURL, tok, "", nil, 200) })
+	})
+	b.Run("ack/raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := srv.Pool.Exec(ctx, `UPDATE pending_uploads SET acked_at = coalesce(acked_at, now()) WHERE file_id = $1 AND expires_at > now()`, ackID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	mustExec(b, srv, `UPDATE pending_uploads SET acked_at = NULL WHERE file_id = $1`, ackID)
 	listURL := "/workspaces/" + ws.String() + "/pending-uploads"
 	b.Run("list/handler", func(b *testing.B) {
 		handler(b, func() { serve(b, h, "GET", listURL, tok, "", nil, 200) })

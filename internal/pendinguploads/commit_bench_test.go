@@ -10,10 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
@@ -28,7 +30,18 @@ func BenchmarkCommit(b *testing.B) {
 	client, bucket := s3test.NewBucket(b, s3test.MustStart(b))
 	blobs := s3blobs.NewFromClient(client, bucket)
 	blobs.MaxSize = pendinguploads.MaxFileBytesCap
-	s := pendinguploads.New(pgtest.MustOpen(b), blobs)
+	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	trips := &pgtrace.RoundTrips{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	s := pendinguploads.New(pool, blobs)
 	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 	ctx := context.Background()
@@ -37,6 +50,7 @@ func BenchmarkCommit(b *testing.B) {
 		data := make([]byte, mib<<20)
 		rand.Read(data)
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			var n, commitTrips int64
 			for b.Loop() {
 				b.StopTimer()
 				puts, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{{Filename: "f.bin", Size: int64(len(data))}})
@@ -44,12 +58,18 @@ func BenchmarkCommit(b *testing.B) {
 					b.Fatal(err)
 				}
 				putPresigned(b, puts[0], data)
+				trips.Reset()
 				b.StartTimer()
 				if _, _, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID}); err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				commitTrips += trips.Count()
+				n++
+				b.StartTimer()
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/commit")
+			b.ReportMetric(float64(commitTrips)/float64(n), "trips/op")
 		})
 		b.Run(fmt.Sprintf("%dMiB/moto-copy", mib), func(b *testing.B) {
 			if err := blobs.Put(ctx, "staging/bench", data, ""); err != nil {
