@@ -26,7 +26,7 @@ func main() {
 	count := flag.Int("count", 3, "runs of each upload/content/batch benchmark (the report takes medians)")
 	benchtime := flag.String("benchtime", "1s", "-benchtime of the upload/content/batch benchmarks")
 	listIter := flag.Int("list-iterations", 2000, "list calls timed at each table size")
-	coldIter := flag.Int("coldstart-iterations", 5, "cold starts of each function")
+	coldIter := flag.Int("coldstart-iterations", 15, "cold starts of each function")
 	latencyIter := flag.Int("latency-iterations", 300, "calls of each latency-mode benchmark, per run")
 	rtt := flag.String("rtt", "1ms", "the round trip of the latency mode (BENCH_RTT)")
 	flag.Parse()
