@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,11 +246,14 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), "pull", "--workspace", ws.String(), "--dir", dir, "--once")
+	var proc atomic.Pointer[os.Process]
 	target, _ := url.Parse(srv.URL)
 	forward := httputil.NewSingleHostReverseProxy(target)
 	killer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/ack") {
-			_ = cmd.Process.Kill() // the crash: the ack never reaches the server
+			if p := proc.Load(); p != nil {
+				_ = p.Kill() // the crash: the ack never reaches the server
+			}
 			http.Error(w, "killed", http.StatusServiceUnavailable)
 			return
 		}
@@ -257,7 +261,11 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	}))
 	defer killer.Close()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PENDINGUPLOADS_API=" + killer.URL, "PENDINGUPLOADS_TOKEN=" + wsTok}
-	if err := cmd.Run(); err == nil || cmd.ProcessState.Success() {
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proc.Store(cmd.Process)
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.Success() {
 		t.Fatalf("pull: got %v, want killed", err)
 	}
 	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {

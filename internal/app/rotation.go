@@ -114,6 +114,14 @@ func (p *RotatingPool) ready(ctx context.Context) error {
 	}
 }
 
+// Acquire is pgxpool.Pool's, after ready.
+func (p *RotatingPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if err := p.ready(ctx); err != nil {
+		return nil, err
+	}
+	return p.Pool.Acquire(ctx)
+}
+
 // Exec is pgxpool.Pool's, after ready.
 func (p *RotatingPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := p.ready(ctx); err != nil {

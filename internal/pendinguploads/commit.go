@@ -395,28 +395,6 @@ func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileI
 // claimLostMark is in the error of queueClaim's check.
 const claimLostMark = "commit claim lost"
 
-// queueClaim queues, inside a commit's batch, the consumption of the
-// presigned uploads ids of workspaceID, recording fileIDs[i] as the file
-// ids[i] became, and a check that fails the batch (its implicit
-// transaction stores nothing) unless every one was still there:
-// unexpired and uncommitted. A concurrent commit of the same upload loses
-// here. Rows are locked in upload_id order first, so two commits sharing
-// uploads wait for each other instead of deadlocking. The CASE is
-// volatile in count(*), so the cast runs only when the check fails.
-func queueClaim(b *pgx.Batch, workspaceID uuid.UUID, ids, fileIDs []uuid.UUID) {
-	b.Queue(`
-		SELECT 1 FROM presigned_uploads WHERE upload_id = ANY($1) AND workspace_id = $2
-		ORDER BY upload_id FOR UPDATE`, ids, workspaceID)
-	b.Queue(`
-		WITH c AS (
-		    UPDATE presigned_uploads p SET file_id = c.fid
-		    FROM unnest($1::uuid[], $3::uuid[]) AS c(id, fid)
-		    WHERE p.upload_id = c.id AND p.workspace_id = $2 AND p.expires_at > now() AND p.file_id IS NULL
-		    RETURNING 1)
-		SELECT (CASE WHEN (SELECT count(*) FROM c) <> $4 THEN '`+claimLostMark+`' END)::int`,
-		ids, workspaceID, fileIDs, len(ids))
-}
-
 // isClaimLost reports whether err is queueClaim's check failing.
 func isClaimLost(err error) bool {
 	pgErr, ok := errors.AsType[*pgconn.PgError](err)

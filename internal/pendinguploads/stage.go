@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 )
@@ -85,22 +84,22 @@ func (s *Store) stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, ite
 	if err := s.writeObjects(ctx, items, recs); err != nil {
 		return nil, err
 	}
-	b := &pgx.Batch{}
-	queueDeadlineGuard(ctx, b)
-	look := c.queueLookup(b)
+	b := &stageBatch{}
+	b.addDeadlineGuard(ctx)
+	look := b.addLookup(c)
 	if len(claim) > 0 {
 		fileIDs := make([]uuid.UUID, len(recs))
 		for i, r := range recs {
 			fileIDs[i] = r.FileID
 		}
-		queueClaim(b, workspaceID, claim, fileIDs)
+		b.addClaim(workspaceID, claim, fileIDs)
 	}
-	got := s.queueInsert(b, c, workspaceID, items, recs)
-	if err := queueActivity(b, c, workspaceID, recs); err != nil {
+	got := b.addInsert(c, workspaceID, items, recs, s.ttl())
+	if err := b.addActivity(c, workspaceID, recs); err != nil {
 		s.discard(ctx, recs)
 		return nil, err
 	}
-	err = s.db.SendBatch(ctx, b).Close()
+	err = b.send(ctx, s.db)
 	if err == nil {
 		if err = look.settle(workspaceID); err == nil && *got != len(recs) {
 			err = fmt.Errorf("inserted %d rows, want %d", *got, len(recs))
@@ -163,86 +162,18 @@ func (s *Store) placed(workspaceID uuid.UUID, items []item) []Record {
 	return recs
 }
 
-// deadlineGuardMark is in the error of queueDeadlineGuard's statement.
+// deadlineGuardMark is in the error of the deadline guard, the statement
+// a stage's batch starts with when its context has a deadline
+// (stageBatch.addDeadlineGuard): it fails once that deadline has passed on
+// the server's clock, so that the batch's implicit transaction stores
+// nothing. A batch written into the socket of a frozen Postgres (SIGSTOP,
+// a stalled host) runs when the server resumes, long after its request
+// was answered 503: without the guard it would then commit, and a client
+// retrying the 503 would stage the files twice. (A freeze in the instant
+// between the server's commit and its answer still leaves the outcome
+// unknown; nothing can close that.) The CASE is volatile, so the cast is
+// evaluated only at run time.
 const deadlineGuardMark = "request deadline passed"
-
-// queueDeadlineGuard queues, when ctx has a deadline, a statement that
-// fails once that deadline has passed on the server's clock, so that the
-// batch's implicit transaction stores nothing. A batch written into the
-// socket of a frozen Postgres (SIGSTOP, a stalled host) runs when the
-// server resumes, long after its request was answered 503: without the
-// guard it would then commit, and a client retrying the 503 would stage
-// the files twice. (A freeze in the instant between the server's commit
-// and its answer still leaves the outcome unknown; nothing can close that.)
-// The CASE is volatile, so the cast is evaluated only at run time.
-func queueDeadlineGuard(ctx context.Context, b *pgx.Batch) {
-	if dl, ok := ctx.Deadline(); ok {
-		b.Queue(`SELECT (CASE WHEN clock_timestamp() > $1 THEN '`+deadlineGuardMark+`' END)::int`, dl)
-	}
-}
-
-// queueInsert queues the INSERT of recs and fills their created_at and
-// expires_at when the batch runs; *got counts the rows that came back.
-// One row takes a plain VALUES insert; several go through unnest, one
-// statement either way.
-func (s *Store) queueInsert(b *pgx.Batch, c *Caller, workspaceID uuid.UUID, items []item, recs []Record) *int {
-	n := len(recs)
-	ids := make([]uuid.UUID, n)
-	contents := make([][]byte, n)
-	keys := make([]*string, n)
-	sizes := make([]int64, n)
-	sums := make([][]byte, n)
-	names := make([]string, n)
-	types := make([]string, n)
-	for i, r := range recs {
-		ids[i], sizes[i], sums[i], names[i], types[i] = r.FileID, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
-		if r.s3Key != "" {
-			keys[i] = &recs[i].s3Key
-		} else {
-			contents[i] = items[i].Content
-		}
-	}
-	const returning = ` RETURNING file_id, created_at, expires_at`
-	var sql string
-	var args []any
-	if n == 1 {
-		sql = `INSERT INTO pending_uploads
-		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		SELECT $2::uuid, $1::uuid, $3::bytea, $4::text, $5::bigint, $6::bytea, $7::text, $8::text,
-		       now(), now() + $9::bigint * interval '1 microsecond'
-		WHERE ` + authorized(10, 1) + returning
-		args = []any{workspaceID, ids[0], contents[0], keys[0], sizes[0], sums[0], names[0], types[0], s.ttl().Microseconds(), c.hash()}
-	} else {
-		sql = `INSERT INTO pending_uploads
-		    (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		SELECT u.file_id, $1::uuid, u.content, u.s3_key, u.size_bytes, u.sha256, u.filename, u.mimetype,
-		       now(), now() + $9::bigint * interval '1 microsecond'
-		FROM unnest($2::uuid[], $3::bytea[], $4::text[], $5::bigint[], $6::bytea[], $7::text[], $8::text[])
-		     AS u(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		WHERE ` + authorized(10, 1) + returning
-		args = []any{workspaceID, ids, contents, keys, sizes, sums, names, types, s.ttl().Microseconds(), c.hash()}
-	}
-	byID := make(map[uuid.UUID]*Record, n)
-	for i := range recs {
-		byID[recs[i].FileID] = &recs[i]
-	}
-	got := new(int)
-	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id uuid.UUID
-			var created, expires time.Time
-			if err := rows.Scan(&id, &created, &expires); err != nil {
-				return err
-			}
-			if r := byID[id]; r != nil {
-				r.CreatedAt, r.ExpiresAt = created, expires
-				*got++
-			}
-		}
-		return rows.Err()
-	})
-	return got
-}
 
 // objectConcurrency bounds the parallel writes (or copies) of one batch
 // to the bucket.

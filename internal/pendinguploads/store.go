@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
@@ -30,6 +31,9 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	// Acquire lends one connection: a stage's batch goes on it below
+	// pgx's parameter encoding (stagebatch.go).
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
 // Store is the pending_uploads table, and the bucket of large files when

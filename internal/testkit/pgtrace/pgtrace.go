@@ -1,7 +1,7 @@
 // Package pgtrace counts the round trips a pgx pool makes to Postgres: a
 // statement sent alone (Query, QueryRow, Exec, and a transaction's BEGIN
 // and COMMIT), a batch (one round trip, however many statements), and a
-// statement prepared on its own. Set a *RoundTrips as the pool's tracer
+// statement prepared on its own (not one pgx had prepared already). Set a *RoundTrips as the pool's tracer
 // (apptest.Options.CountRoundTrips does).
 package pgtrace
 
@@ -41,7 +41,13 @@ func (r *RoundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQ
 func (r *RoundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (r *RoundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	r.n.Add(1)
 	return ctx
 }
-func (r *RoundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// TracePrepareEnd counts a prepare that went to the server: pgx traces
+// one answered from its cache of prepared statements too.
+func (r *RoundTrips) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
+	if !d.AlreadyPrepared {
+		r.n.Add(1)
+	}
+}
