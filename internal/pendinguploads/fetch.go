@@ -114,7 +114,7 @@ func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser
 		return body, nil
 	}
 	if r.content != nil {
-		return io.NopCloser(io.NewSectionReader(bytesReaderAt(r.content), off, n)), nil
+		return &memReader{b: r.content[off : off+n]}, nil
 	}
 	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -199,15 +199,23 @@ func (rr *rowReader) Close() error {
 	return rr.tx.Rollback(context.WithoutCancel(rr.ctx))
 }
 
-type bytesReaderAt []byte
+// memReader serves bytes already in memory: as a WriterTo, it hands them
+// to the writer in one call, with no copy buffer.
+type memReader struct{ b []byte }
 
-func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(b)) {
+func (m *memReader) Read(p []byte) (int, error) {
+	if len(m.b) == 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
+	n := copy(p, m.b)
+	m.b = m.b[n:]
 	return n, nil
 }
+
+func (m *memReader) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(m.b)
+	m.b = m.b[n:]
+	return int64(n), err
+}
+
+func (m *memReader) Close() error { return nil }
