@@ -11,16 +11,19 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
+// listedFile is one file of the list. Times are RFC 3339 in UTC, as
+// time.Time encodes them, formatted here: encoding/json's call of each
+// time's MarshalJSON was a tenth of the handler's work.
 type listedFile struct {
-	FileID    string     `json:"file_id"`
-	URI       string     `json:"uri"`
-	Name      string     `json:"name"`
-	MimeType  string     `json:"mimeType"`
-	Size      int64      `json:"size"`
-	SHA256    *string    `json:"sha256"` // null: staged without a digest (by the platform's own server)
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt time.Time  `json:"expires_at"`
-	FetchedAt *time.Time `json:"fetched_at"`
+	FileID    string  `json:"file_id"`
+	URI       string  `json:"uri"`
+	Name      string  `json:"name"`
+	MimeType  string  `json:"mimeType"`
+	Size      int64   `json:"size"`
+	SHA256    *string `json:"sha256"` // null: staged without a digest (by the platform's own server)
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt string  `json:"expires_at"`
+	FetchedAt *string `json:"fetched_at"`
 }
 
 type listBody struct {
@@ -77,7 +80,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 		body.Uploads[i] = listedFile{
 			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
 			Size: rec.SizeBytes, SHA256: hexOrNil(rec.SHA256),
-			CreatedAt: rec.CreatedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC(), FetchedAt: utc(rec.FetchedAt),
+			CreatedAt: rfc3339(rec.CreatedAt), ExpiresAt: rfc3339(rec.ExpiresAt), FetchedAt: rfc3339OrNil(rec.FetchedAt),
 		}
 	}
 	if next != nil {
@@ -87,12 +90,15 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func utc(t *time.Time) *time.Time {
+// rfc3339 is t in UTC as time.Time's MarshalJSON writes it.
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func rfc3339OrNil(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	u := t.UTC()
-	return &u
+	s := rfc3339(*t)
+	return &s
 }
 
 // hexOrNil is sum in hex, or nil for a row with no digest: nothing claims

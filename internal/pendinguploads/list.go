@@ -92,7 +92,9 @@ func (s *Store) List(ctx context.Context, c *Caller, workspaceID uuid.UUID, limi
 	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r Record
-			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
+			// IDs scan as [16]byte: uuid.UUID's sql.Scanner would take
+			// the slow path through text.
+			if err := rows.Scan((*[16]byte)(&r.FileID), (*[16]byte)(&r.WorkspaceID), &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
 				&r.CreatedAt, &r.FetchedAt, &r.ExpiresAt); err != nil {
 				return err
 			}
