@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -32,15 +31,7 @@ func BenchmarkHeap(b *testing.B) {
 	body, ctype := multipartBody(file{"largest.bin", payload(inlineMax)})
 	uploadURL := "/workspaces/" + ws.String() + "/chat/uploads"
 	res := serve(b, h, "POST", uploadURL, srv.AdminToken, ctype, body, 200)
-	var staged struct {
-		Files []struct {
-			FileID string `json:"file_id"`
-		} `json:"files"`
-	}
-	if err := json.Unmarshal(res.keep.Bytes(), &staged); err != nil {
-		b.Fatal(err)
-	}
-	contentURL := "/workspaces/" + ws.String() + "/pending-uploads/" + staged.Files[0].FileID + "/content"
+	contentURL := "/workspaces/" + ws.String() + "/pending-uploads/" + stagedID(b, res) + "/content"
 
 	for _, tc := range []struct {
 		name string

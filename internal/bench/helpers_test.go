@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -143,4 +144,18 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dMiB", n>>20)
 	}
 	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// stagedID is the file ID of the first file of an upload's answer.
+func stagedID(tb testing.TB, s *sink) string {
+	tb.Helper()
+	var staged struct {
+		Files []struct {
+			FileID string `json:"file_id"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(s.keep.Bytes(), &staged); err != nil || len(staged.Files) == 0 {
+		tb.Fatalf("upload answer %q: %v", s.keep.Bytes(), err)
+	}
+	return staged.Files[0].FileID
 }

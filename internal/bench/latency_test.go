@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"os"
 	"testing"
 	"time"
@@ -98,15 +97,7 @@ func latencyAt(b *testing.B, rtt time.Duration) {
 		mustExec(b, srv, `DELETE FROM pending_uploads WHERE workspace_id = $1`, ws)
 
 		res := serve(b, h, "POST", uploadURL, srv.AdminToken, ctype, body, 200)
-		var staged struct {
-			Files []struct {
-				FileID string `json:"file_id"`
-			} `json:"files"`
-		}
-		if err := json.Unmarshal(res.keep.Bytes(), &staged); err != nil {
-			b.Fatal(err)
-		}
-		id := staged.Files[0].FileID
+		id := stagedID(b, res)
 		contentURL := "/workspaces/" + ws.String() + "/pending-uploads/" + id + "/content"
 		b.Run("content/size="+sizeName(size)+"/handler", func(b *testing.B) {
 			b.SetBytes(int64(size))

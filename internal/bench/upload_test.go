@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -69,15 +68,7 @@ func BenchmarkContent(b *testing.B) {
 	for _, size := range uploadSizes {
 		body, ctype := multipartBody(file{"bench.bin", payload(size)})
 		res := serve(b, h, "POST", "/workspaces/"+ws.String()+"/chat/uploads", srv.AdminToken, ctype, body, 200)
-		var staged struct {
-			Files []struct {
-				FileID string `json:"file_id"`
-			} `json:"files"`
-		}
-		if err := json.Unmarshal(res.keep.Bytes(), &staged); err != nil {
-			b.Fatal(err)
-		}
-		id := staged.Files[0].FileID
+		id := stagedID(b, res)
 		url := "/workspaces/" + ws.String() + "/pending-uploads/" + id + "/content"
 		b.Run("size="+sizeName(size)+"/handler", func(b *testing.B) {
 			b.SetBytes(int64(size))
