@@ -256,18 +256,18 @@ func report(w io.Writer, r results, took time.Duration, rtt string) {
 	}
 
 	p("\nCold start through the Runtime API, vs a hello-world (lambdatest.Hello) built the same way (aim: init <= 1.5x)\n")
-	p("  first answer = process start to the first event's answer (with its real Postgres work);\n  init = process start to its first /next (Lambda's Init Duration)\n")
+	p("  first answer = process start to the first event's answer (with its real Postgres work);\n  init = process start to its first /next (Lambda's Init Duration); medians. Each start is paired\n  with a start of hello right after it, and the ratios divide by those hello starts\n")
 	p("  %-8s %12s %12s %11s %7s %9s %7s  %s\n", "function", "host bytes", "arm64 bytes", "first ans.", "ratio", "init", "ratio", "verdict (init)")
-	hf, okh := r.get("BenchmarkColdStart/hello", "first-response-ms")
-	hi, _ := r.get("BenchmarkColdStart/hello", "init-ms")
 	for _, fn := range []string{"hello", "upload", "presign", "list", "content", "ack", "sweep", "migrate"} {
 		name := "BenchmarkColdStart/" + fn
 		f, ok := r.get(name, "first-response-ms")
+		hf, okh := r.get(name, "hello-first-response-ms")
 		if !ok || !okh {
 			p("  %-8s not measured\n", fn)
 			continue
 		}
 		in, _ := r.get(name, "init-ms")
+		hi, _ := r.get(name, "hello-init-ms")
 		hb, _ := r.get(name, "host-bytes")
 		ab, _ := r.get(name, "arm64-bytes")
 		v := ""
