@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 func TestStageRoundTrip(t *testing.T) {
@@ -257,5 +259,34 @@ func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 	defer cancel()
 	if _, err := s.Stage(ctx, nil, uuid.New(), items); err != nil {
 		t.Fatalf("stage within its deadline: %v", err)
+	}
+}
+
+// TestStageInExecMode: behind RDS Proxy the pool runs in exec mode (no
+// named prepared statements, README); the stage's batch then goes
+// unprepared, with the same result.
+func TestStageInExecMode(t *testing.T) {
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			pool, err := pgxpool.New(context.Background(), pgtest.MustURL(t)+"&default_query_exec_mode="+mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			s := pendinguploads.New(pool, nil)
+			ctx := context.Background()
+			ws := uuid.New()
+			files := []pendinguploads.File{{Content: []byte{0, 1, 2, 0xff}, Filename: "a.bin"}, {Content: []byte("b"), Filename: "b \"quoted\" 'name'.txt", Mimetype: "text/plain"}}
+			recs, err := s.Stage(ctx, nil, ws, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, rec := range recs {
+				got, err := s.Fetch(ctx, nil, ws, rec.FileID)
+				if err != nil || !bytes.Equal(got.Inline(), files[i].Content) || got.Filename != files[i].Filename || got.CreatedAt.IsZero() {
+					t.Fatalf("file %d: %+v, %v", i, got, err)
+				}
+			}
+		})
 	}
 }
