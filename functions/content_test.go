@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
@@ -48,7 +49,8 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	dbURL := pgtest.MustURL(t)
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
-	store := pendinguploads.New(openPool(t, dbURL), s3blobs.NewFromClient(s3c, bucket))
+	pool := openPool(t, dbURL)
+	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), auth.NewTokens(pool))
 	store.InlineMaxBytes = 5 << 20
 	ws := uuid.MustParse(workspacePlaceholder)
 	ctx := context.Background()
@@ -62,7 +64,7 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	}
 	ids := make([]string, len(files))
 	for i, f := range files {
-		recs, err := store.Stage(ctx, nil, ws, []pendinguploads.File{{Content: f.data, Filename: f.name, Mimetype: "application/octet-stream"}})
+		recs, err := store.Stage(ctx, auth.AdminIdentity(), ws, []pendinguploads.File{{Content: f.data, Filename: f.name, Mimetype: "application/octet-stream"}})
 		if err != nil {
 			t.Fatalf("stage %s: %v", f.name, err)
 		}
@@ -199,9 +201,10 @@ func TestContentAbortsCutStream(t *testing.T) {
 	dbURL := pgtest.MustURL(t)
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
-	store := pendinguploads.New(openPool(t, dbURL), s3blobs.NewFromClient(s3c, bucket))
+	pool := openPool(t, dbURL)
+	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), auth.NewTokens(pool))
 	data := randomFile(8 << 20)
-	recs, err := store.Stage(context.Background(), nil, uuid.MustParse(workspacePlaceholder),
+	recs, err := store.Stage(context.Background(), auth.AdminIdentity(), uuid.MustParse(workspacePlaceholder),
 		[]pendinguploads.File{{Content: data, Filename: "cut.bin", Mimetype: "application/octet-stream"}})
 	if err != nil || !recs[0].InBucket() {
 		t.Fatalf("stage: %v (in the bucket: %v)", err, err == nil && recs[0].InBucket())

@@ -166,18 +166,26 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
 	}
-	a.Store = pendinguploads.New(db, bucket)
+	tokens := auth.NewTokens(db)
+	tokens.Logger = log
+	a.Store = pendinguploads.New(db, bucket, tokens)
 	a.Store.TTL = cfg.UploadTTL
 	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
 	a.Store.MaxFileBytes = cfg.MaxFileBytes
 
 	if adminToken != "" {
-		authn, err := auth.NewAuthenticator(db, adminToken)
+		authn, err := auth.NewAuthenticator(tokens, adminToken)
 		if err != nil {
 			pool.Close()
 			return nil, err
 		}
-		authn.Logger = log
+		if cfg.CPUpstreamURL != "" {
+			if authn.Sessions, err = auth.NewSessions(cfg.CPUpstreamURL, cfg.OrgSlug); err != nil {
+				pool.Close()
+				return nil, fmt.Errorf("CP_UPSTREAM_URL: %w", err)
+			}
+			authn.Origins = cfg.SessionOrigins()
+		}
 		api := httpapi.New(a.Store, authn)
 		api.MaxRequestBytes = cfg.MaxRequestBytes
 		api.Logger = log

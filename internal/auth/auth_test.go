@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pendinguploads/pendinguploads/internal/testkit"
-
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/testkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
@@ -27,10 +26,19 @@ func bearer(tok string) *http.Request {
 	return r
 }
 
-func TestAuthenticate(t *testing.T) {
+// identify is Identify then, for a bearer, Verify for ws.
+func identify(ctx context.Context, a *auth.Authenticator, r *http.Request, ws uuid.UUID) (*auth.Identity, error) {
+	id, err := a.Identify(r)
+	if err != nil {
+		return nil, err
+	}
+	return id, a.Verify(ctx, id, &ws)
+}
+
+func TestIdentifyAndVerify(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.MustOpen(t)
-	a, err := auth.NewAuthenticator(pool, admin)
+	a, err := auth.NewAuthenticator(auth.NewTokens(pool), admin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,27 +56,33 @@ func TestAuthenticate(t *testing.T) {
 	}
 
 	t.Run("Admin", func(t *testing.T) {
-		p, err := a.Authenticate(ctx, bearer(admin))
-		if err != nil || !p.Admin || !p.Allows(uuid.New()) {
-			t.Fatalf("got %+v, %v", p, err)
+		id, err := identify(ctx, a, bearer(admin), uuid.New())
+		if err != nil || id.Kind != auth.Admin || !id.Trusted() {
+			t.Fatalf("got %+v, %v", id, err)
 		}
 	})
 	t.Run("Workspace", func(t *testing.T) {
-		p, err := a.Authenticate(ctx, bearer(tok))
-		if err != nil || p.Admin || !p.Allows(ws) || p.Allows(uuid.New()) {
-			t.Fatalf("got %+v, %v", p, err)
+		id, err := identify(ctx, a, bearer(tok), ws)
+		if err != nil || id.Kind != auth.Workspace || id.WorkspaceID != ws || id.Trusted() || id.TokenPrefix != info.Prefix {
+			t.Fatalf("got %+v, %v", id, err)
+		}
+	})
+	t.Run("ErrNotAllowed", func(t *testing.T) {
+		if _, err := identify(ctx, a, bearer(tok), uuid.New()); !errors.Is(err, auth.ErrNotAllowed) {
+			t.Fatalf("another workspace: got %v, want ErrNotAllowed", err)
 		}
 	})
 	t.Run("ErrMissing", func(t *testing.T) {
 		r, _ := http.NewRequest("GET", "/", nil)
 		r.Header.Set("Authorization", "Basic "+tok)
-		if _, err := a.Authenticate(ctx, r); !errors.Is(err, auth.ErrMissing) {
+		r.Header.Set("Cookie", "session=abc") // no session check configured: ignored
+		if _, err := a.Identify(r); !errors.Is(err, auth.ErrMissing) {
 			t.Fatalf("got %v, want ErrMissing", err)
 		}
 	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, bad := range []string{admin + "x", tok + "x", "pu_nope", strings.Repeat("a", 600)} {
-			if _, err := a.Authenticate(ctx, bearer(bad)); !errors.Is(err, auth.ErrInvalid) {
+			if _, err := identify(ctx, a, bearer(bad), ws); !errors.Is(err, auth.ErrInvalid) {
 				t.Fatalf("%q: got %v, want ErrInvalid", bad, err)
 			}
 		}
@@ -77,7 +91,7 @@ func TestAuthenticate(t *testing.T) {
 		if n, err := auth.RevokeToken(ctx, pool, ws, info.Prefix); err != nil || n != 1 {
 			t.Fatalf("revoke: %d, %v", n, err)
 		}
-		if _, err := a.Authenticate(ctx, bearer(tok)); !errors.Is(err, auth.ErrInvalid) {
+		if _, err := identify(ctx, a, bearer(tok), ws); !errors.Is(err, auth.ErrInvalid) {
 			t.Fatalf("revoked token: got %v, want ErrInvalid", err)
 		}
 	})
@@ -94,10 +108,32 @@ func TestAuthenticate(t *testing.T) {
 			t.Fatal(err)
 		}
 		pool.Reset() // new connections pick the setting up
-		if _, err := a.Authenticate(ctx, bearer(tok2)); err != nil {
+		id, err := identify(ctx, a, bearer(tok2), ws)
+		if err != nil {
 			t.Fatalf("read-only database: got %v, want the token accepted", err)
 		}
+		a.StampIfDue(ctx, id)
 	})
+}
+
+// TestVerifyFailsClosed: a database that cannot answer is an error, never
+// an accepted token.
+func TestVerifyFailsClosed(t *testing.T) {
+	pool := pgtest.MustOpen(t)
+	a, err := auth.NewAuthenticator(auth.NewTokens(pool), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	id, err := a.Identify(bearer("pu_some-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := uuid.New()
+	err = a.Verify(context.Background(), id, &ws)
+	if err == nil || errors.Is(err, auth.ErrInvalid) || id.Kind != auth.Bearer {
+		t.Fatalf("closed pool: got %v (kind %v), want a database error and the token unresolved", err, id.Kind)
+	}
 }
 
 func currentDB(t *testing.T, pool *pgxpool.Pool) string {

@@ -11,8 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-)
+	)
 
 // TokenPrefix starts every workspace token CreateToken mints, so a leaked
 // one is easy to recognise (and to scan for). Tokens minted elsewhere (the
@@ -22,13 +21,6 @@ const TokenPrefix = "pu_"
 // prefixLen is how much of a token is kept in clear to tell tokens apart:
 // TokenPrefix and 6 characters, 36 bits of the 256.
 const prefixLen = len(TokenPrefix) + 6
-
-// DB is what token management needs: a pool or a connection.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // TokenInfo describes a stored workspace token, without the token.
 type TokenInfo struct {

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,29 @@ type Config struct {
 	// CORSAllowedOrigins (CORS_ALLOWED_ORIGINS, comma-separated) are the
 	// browser origins the API answers with CORS headers; empty: none.
 	CORSAllowedOrigins []string
+
+	// CPUpstreamURL (CP_UPSTREAM_URL) and OrgSlug (MOLECULE_ORG_SLUG),
+	// both set or neither, turn session cookies on: a request without a
+	// bearer acts with the control plane's session when
+	// {CPUpstreamURL}/cp/auth/tenant-member?slug={OrgSlug} says its cookie
+	// is a member of this tenant.
+	CPUpstreamURL string
+	OrgSlug       string
+	// PublicOrigin (PUBLIC_ORIGIN) is the service's own origin as the
+	// browser sees it (the canvas's, when the platform's edge routes these
+	// paths): a cookie-authenticated request must come from it or from a
+	// CORS origin.
+	PublicOrigin string
+}
+
+// SessionOrigins are the origins a cookie-authenticated request may come
+// from: the CORS origins and the public origin.
+func (c Config) SessionOrigins() []string {
+	out := append([]string(nil), c.CORSAllowedOrigins...)
+	if c.PublicOrigin != "" {
+		out = append(out, c.PublicOrigin)
+	}
+	return out
 }
 
 // Defaults.
@@ -83,6 +107,8 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
 		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
 		SecretsEndpoint:     strings.TrimSpace(getenv("SECRETS_MANAGER_ENDPOINT")),
+		CPUpstreamURL:       strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
+		OrgSlug:             strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
 	}
 	var errs []error
 	add := func(err error) {
@@ -114,6 +140,15 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	}
 	c.CORSAllowedOrigins, err = originsVar(getenv, "CORS_ALLOWED_ORIGINS")
 	add(err)
+	public, err := originsVar(getenv, "PUBLIC_ORIGIN")
+	add(err)
+	switch {
+	case len(public) > 1:
+		add(fmt.Errorf("PUBLIC_ORIGIN: want one origin, got %d", len(public)))
+	case len(public) == 1:
+		c.PublicOrigin = public[0]
+	}
+	add(c.checkSessions())
 	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
 		add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
 			maxRowLife, c.UploadTTL, c.AckRetention))
@@ -131,6 +166,27 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// checkSessions checks the session settings: both or neither, a URL the
+// functions can call, and somewhere a cookie may come from.
+func (c Config) checkSessions() error {
+	switch {
+	case c.CPUpstreamURL == "" && c.OrgSlug == "":
+		return nil
+	case c.CPUpstreamURL == "":
+		return errors.New("CP_UPSTREAM_URL: must be set with MOLECULE_ORG_SLUG (session cookies need both)")
+	case c.OrgSlug == "":
+		return errors.New("MOLECULE_ORG_SLUG: must be set with CP_UPSTREAM_URL (session cookies need both)")
+	}
+	u, err := url.Parse(c.CPUpstreamURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("CP_UPSTREAM_URL: want the control plane's base URL such as https://cp.example.com, got %q", c.CPUpstreamURL)
+	}
+	if len(c.SessionOrigins()) == 0 {
+		return errors.New("CP_UPSTREAM_URL: session cookies need PUBLIC_ORIGIN or CORS_ALLOWED_ORIGINS (the pages whose requests may carry the cookie)")
+	}
+	return nil
 }
 
 // MinTokenLength is the shortest admin token accepted: a short shared

@@ -9,24 +9,25 @@ import (
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
 func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, c, id, err := a.guardFile(r)
+	ws, id, file, err := a.guardFile(r)
 	if err != nil {
 		return err
 	}
-	res, err := a.store.Ack(r.Context(), c, ws, id)
+	res, err := a.store.Ack(r.Context(), id, ws, file)
 	if err != nil {
 		return err
 	}
+	args := append([]any{"workspace_id", ws, "file_id", file}, id.LogAttrs()...)
 	switch res {
 	case pendinguploads.Acked:
-		a.logger().Info("acked", "workspace_id", ws, "file_id", id)
+		a.logger().Info("acked", args...)
 		a.Metrics.Count(metrics.Acked, nil, 1, nil)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
 	case pendinguploads.Raced:
-		a.logger().Info("acked", "workspace_id", ws, "file_id", id, "raced", true)
+		a.logger().Info("acked", append(args, "raced", true)...)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true, "raced": true})
 	default:
-		a.logger().Info("acked again", "workspace_id", ws, "file_id", id)
+		a.logger().Info("acked again", args...)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
 	}
 	return nil

@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,10 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-
-	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Caps and limits of API.md. The per-file cap is the store's (FileCap).
@@ -79,39 +79,57 @@ func (a *API) Handler(routes ...Route) http.Handler {
 // Mux returns every route behind front, for the dev server and tests.
 func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 
-// serve runs rt's handler and answers the error it returns.
+// serve runs rt's handler, answers the error it returns, and stamps the
+// caller's token when its look-up said a stamp is due (at most once a
+// minute: the one extra round trip, and a rare one).
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := rt.handle(a, w, r)
-		if err != nil {
-			a.fail(w, r, err)
+		if err := rt.handle(a, w, r); err != nil {
+			a.fail(w, r, a.confirm(r, err))
 		}
-		a.stampIfDue(r)
+		if id := auth.FromContext(r.Context()); id != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
+			a.authn.StampIfDue(ctx, id)
+			cancel()
+		}
 	}
 }
 
 // front routes a request to mux only when its method and path are those
-// of one of routes, with RequestDeadline on its context. ServeMux alone
-// would redirect a path holding "//" or "/../" (an HTML 307, before any
-// authentication), route HEAD to GET handlers, and answer a wrong method
-// in plain text. Here a path that is not clean, or names no route, is a
-// JSON 404 after authentication (401 without a valid token), and a route's
-// path with another method is a JSON 405 with Allow, as API Gateway
-// routes only the methods of its table.
+// of one of routes, with RequestDeadline on its context and, unless the
+// route is public or the request a CORS preflight, the caller's identity
+// (auth.Authenticator.Identify; a refusal is answered here). ServeMux
+// alone would redirect a path holding "//" or "/../" (an HTML 307, before
+// any authentication), route HEAD to GET handlers, and answer a wrong
+// method in plain text. Here a path that is not clean, or names no route,
+// is a JSON 404 after authentication (401 without valid credentials), and
+// a route's path with another method is a JSON 405 with Allow, as API
+// Gateway routes only the methods of its table.
 func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), RequestDeadline)
 		defer cancel()
-		ctx = context.WithValue(ctx, undeadlinedKey{}, r.Context())
-		r = r.WithContext(context.WithValue(ctx, stateKey{}, &requestState{}))
+		r = r.WithContext(context.WithValue(ctx, undeadlinedKey{}, r.Context()))
 		var allow []string
 		if p := r.URL.Path; p != "" && path.Clean(p) == p {
 			for _, rt := range routes {
 				if !matchPath(rt.Path, r.URL.EscapedPath()) {
 					continue
 				}
-				if rt.Method == r.Method || r.Method == http.MethodOptions {
-					// OPTIONS is the route's CORS preflight.
+				if r.Method == http.MethodOptions {
+					// The route's CORS preflight: browsers send no
+					// credentials on it.
+					mux.ServeHTTP(w, r)
+					return
+				}
+				if rt.Method == r.Method {
+					if !rt.Public {
+						var err error
+						if r, err = a.identify(r); err != nil {
+							a.fail(w, r, err)
+							return
+						}
+					}
 					mux.ServeHTTP(w, r)
 					return
 				}
@@ -125,6 +143,15 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		}
 		a.notFound(w, r)
 	})
+}
+
+// identify returns r carrying its caller's identity.
+func (a *API) identify(r *http.Request) (*http.Request, error) {
+	id, err := a.authn.Identify(r)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(auth.NewContext(r.Context(), id)), nil
 }
 
 type undeadlinedKey struct{}
@@ -161,9 +188,12 @@ func matchPath(pattern, p string) bool {
 // notFound answers a request no route takes: 404, after authentication,
 // which comes before anything else on every request.
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
-	_, err := a.authenticate(r)
+	var err error
+	if auth.FromContext(r.Context()) == nil {
+		r, err = a.identify(r)
+	}
 	if err == nil {
-		err = errNotFound
+		err = a.confirm(r, errNotFound)
 	}
 	a.fail(w, r, err)
 }
@@ -182,120 +212,58 @@ func (a *API) maxRequest() int64 {
 	return DefaultMaxRequestBytes
 }
 
-// guard identifies the bearer, then parses the workspace ID, and returns
-// who the store call that serves the request acts for. A workspace token
-// is checked by that call, in its own round trip (pendinguploads.Caller);
-// an answer given before it (a bad path, a bad body) checks the token
-// first (fail), so an unauthenticated caller learns nothing, not even
-// whether its path parses.
-func (a *API) guard(r *http.Request) (uuid.UUID, *pendinguploads.Caller, error) {
-	p, err := a.authenticate(r)
-	if err != nil {
-		return uuid.Nil, nil, err
+// guard returns the workspace a route names and who the request acts
+// for (front identified it). A bearer token is checked by the store call
+// that serves the request, in its own round trip; a refusal given before
+// any such call is confirmed first (confirm), so an unauthenticated
+// caller learns nothing, not even whether its path parses.
+func (a *API) guard(r *http.Request) (uuid.UUID, *auth.Identity, error) {
+	id := auth.FromContext(r.Context())
+	if id == nil {
+		return uuid.Nil, nil, errors.New("route served without an identity")
 	}
 	ws, err := uuid.Parse(r.PathValue("workspaceId"))
 	if err != nil {
 		return uuid.Nil, nil, errBadWorkspaceID
 	}
-	if p.Admin {
-		return ws, nil, nil // the admin's token is checked already, and may act on any workspace
-	}
-	c := &pendinguploads.Caller{TokenHash: p.TokenHash}
-	if st := stateOf(r); st != nil {
-		st.caller = c
-	}
-	return ws, c, nil
-}
-
-// authenticate identifies the bearer (without the database), and notes it
-// on the request.
-func (a *API) authenticate(r *http.Request) (auth.Principal, error) {
-	p, err := a.authn.Identify(r)
-	if err != nil {
-		return p, err
-	}
-	if st := stateOf(r); st != nil {
-		st.principal, st.identified = p, true
-	}
-	return p, nil
-}
-
-// requestState is what front keeps for one request: who it acts as.
-type requestState struct {
-	principal  auth.Principal
-	identified bool
-	// caller is the store's view of a workspace bearer: its token, once a
-	// store call found it.
-	caller *pendinguploads.Caller
-}
-
-type stateKey struct{}
-
-func stateOf(r *http.Request) *requestState {
-	st, _ := r.Context().Value(stateKey{}).(*requestState)
-	return st
-}
-
-// principalOf is who the request acts as, as far as it is known: verified
-// once a store call found the token (or Verify did).
-func principalOf(r *http.Request) (auth.Principal, bool) {
-	st := stateOf(r)
-	if st == nil || !st.identified {
-		return auth.Principal{}, false
-	}
-	p := st.principal
-	if !p.Verified && st.caller != nil && st.caller.Token != nil {
-		t := st.caller.Token
-		p.WorkspaceID, p.TokenPrefix, p.Verified = t.WorkspaceID, t.Prefix, true
-	}
-	return p, true
-}
-
-// verifyBeforeRefusal checks a bearer no store call has checked yet, for
-// an answer given before any: a token that is not live is a 401 instead,
-// and so is another workspace's token on a path that names a workspace.
-// Otherwise the refusal stands.
-func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
-	p, ok := principalOf(r)
-	if !ok || p.Verified {
-		return refusal
-	}
-	// Its own budget: a refusal may come after the request's deadline (a
-	// body that arrived slowly), and still deserves its true answer.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
-	defer cancel()
-	p, err := a.authn.Verify(ctx, p)
-	if err != nil {
-		return err
-	}
-	st := stateOf(r)
-	st.principal = p
-	if ws, err := uuid.Parse(r.PathValue("workspaceId")); err == nil && !p.Allows(ws) {
-		return fmt.Errorf("token of another workspace: %w", errInvalidToken)
-	}
-	return refusal
-}
-
-// stampIfDue stamps the token's last_used_at when the store call that
-// found it says it is due (at most once a minute): the one extra round
-// trip, and a rare one.
-func (a *API) stampIfDue(r *http.Request) {
-	st := stateOf(r)
-	if st == nil || st.caller == nil || st.caller.Token == nil || !st.caller.Token.Stale {
-		return
-	}
-	p, _ := principalOf(r)
-	a.authn.Stamp(r.Context(), p)
+	return ws, id, nil
 }
 
 // guardFile is guard for a route that names a file, and parses its
 // {fileId}.
-func (a *API) guardFile(r *http.Request) (ws uuid.UUID, c *pendinguploads.Caller, id uuid.UUID, err error) {
-	if ws, c, err = a.guard(r); err != nil {
+func (a *API) guardFile(r *http.Request) (ws uuid.UUID, id *auth.Identity, file uuid.UUID, err error) {
+	if ws, id, err = a.guard(r); err != nil {
 		return uuid.Nil, nil, uuid.Nil, err
 	}
-	if id, err = uuid.Parse(r.PathValue("fileId")); err != nil {
+	if file, err = uuid.Parse(r.PathValue("fileId")); err != nil {
 		return uuid.Nil, nil, uuid.Nil, errBadFileID
 	}
-	return ws, c, id, nil
+	return ws, id, file, nil
+}
+
+// confirm returns the answer to give for refusal, an error of a request
+// whose bearer no store call has looked up yet (a bad path, query or
+// body): a token that is not live, or may not act on the path's
+// workspace, is a 401 instead, and a look-up that fails a 503. Only then
+// does the refusal stand. (Its own budget: a refusal may come after the
+// request's deadline, a body that arrived slowly, and still deserves its
+// true answer.)
+func (a *API) confirm(r *http.Request, refusal error) error {
+	id := auth.FromContext(r.Context())
+	if id == nil || id.Kind != auth.Bearer {
+		return refusal
+	}
+	if e := a.answerFor(refusal); e.Status >= 500 || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+		return refusal
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
+	defer cancel()
+	var ws *uuid.UUID
+	if v, err := uuid.Parse(r.PathValue("workspaceId")); err == nil {
+		ws = &v
+	}
+	if err := a.authn.Verify(ctx, id, ws); err != nil {
+		return fmt.Errorf("before %q: %w", a.answerFor(refusal).Message, err)
+	}
+	return refusal
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
@@ -23,7 +24,7 @@ import (
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, c, id, err := a.guardFile(r)
+	ws, id, file, err := a.guardFile(r)
 	if err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	rec, err := a.store.Fetch(ctx, c, ws, id)
+	rec, err := a.store.Fetch(ctx, id, ws, file)
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}
@@ -51,7 +52,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if ok {
-			a.fetched(rec, "redirect", rec.SizeBytes)
+			a.fetched(id, rec, "redirect", rec.SizeBytes)
 			h := w.Header()
 			h.Set("Location", url)
 			h.Set("Cache-Control", "private, no-store")
@@ -127,11 +128,11 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || sent != n {
 		// The status line is gone: abort the answer, so that the client
 		// sees a broken transfer rather than a short file.
-		a.logger().Error("content aborted", "workspace_id", ws, "file_id", id, "size", rec.SizeBytes,
+		a.logger().Error("content aborted", "workspace_id", ws, "file_id", file, "size", rec.SizeBytes,
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(rec, "body", n)
+	a.fetched(id, rec, "body", n)
 	return nil
 }
 
@@ -225,8 +226,8 @@ func byteRange(header string, size int64) (off, n int64, status int) {
 }
 
 // fetched logs and counts a fetch (fetched_at is stamped by Fetch).
-func (a *API) fetched(rec pendinguploads.Record, via string, sent int64) {
-	a.logger().Info("fetched", "via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
-		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename)
+func (a *API) fetched(id *auth.Identity, rec pendinguploads.Record, via string, sent int64) {
+	a.logger().Info("fetched", append([]any{"via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
+		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, id.LogAttrs()...)...)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

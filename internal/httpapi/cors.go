@@ -8,14 +8,18 @@ import (
 // CORS answers of API.md.
 const (
 	corsAllowMethods  = "GET, POST"
-	corsAllowHeaders  = "Authorization, Content-Type, Range"
+	// X-Molecule-Org-Slug: the platform's canvas sends it on a tenant
+	// host; accepted, and ignored (the tenant is the deployment's).
+	corsAllowHeaders  = "Authorization, Content-Type, Range, X-Molecule-Org-Slug"
 	corsMaxAge        = "600"
 	corsExposeHeaders = "Content-Disposition, Content-Digest, Content-Range"
 )
 
 // withCORS wraps h with the CORS contract of API.md for the origins in
 // a.CORSAllowedOrigins: a request whose Origin is listed gets
-// Access-Control-Allow-Origin (that origin) and
+// Access-Control-Allow-Origin (that origin, never *),
+// Access-Control-Allow-Credentials (the canvas always fetches with
+// credentials: "include", and its session cookie is a credential) and
 // Access-Control-Expose-Headers on every answer, errors and 401s included,
 // because the headers are set before h runs. Any other origin, or no
 // Origin, gets no CORS headers at all. With origins configured, every
@@ -27,6 +31,7 @@ func (a *API) withCORS(h http.Handler) http.Handler {
 			w.Header().Add("Vary", "Origin")
 			if o := r.Header.Get("Origin"); a.allowsOrigin(o) {
 				w.Header().Set("Access-Control-Allow-Origin", o)
+				w.Header().Set("Access-Control-Allow-Credentials", "true")
 				w.Header().Set("Access-Control-Expose-Headers", corsExposeHeaders)
 			}
 		}

@@ -52,6 +52,9 @@ func wantAllowed(t *testing.T, what string, res result) {
 	if got, want := res.header.Get("Access-Control-Expose-Headers"), "Content-Disposition, Content-Digest, Content-Range"; got != want {
 		t.Errorf("%s: Access-Control-Expose-Headers: got %q, want %q", what, got, want)
 	}
+	if got := res.header.Get("Access-Control-Allow-Credentials"); got != "true" {
+		t.Errorf("%s: Access-Control-Allow-Credentials: got %q, want true", what, got)
+	}
 	if got := res.header.Values("Vary"); !containsFold(got, "Origin") {
 		t.Errorf("%s: Vary: got %q, want Origin among them", what, got)
 	}
@@ -78,11 +81,12 @@ func TestCORSPreflight(t *testing.T) {
 	plain := apptest.NewServer(t, apptest.Options{})
 	ws, id := uuid.New(), uuid.New()
 	want := map[string]string{
-		"Access-Control-Allow-Origin":   canvasOrigin,
-		"Access-Control-Allow-Methods":  "GET, POST",
-		"Access-Control-Allow-Headers":  "Authorization, Content-Type, Range",
-		"Access-Control-Max-Age":        "600",
-		"Access-Control-Expose-Headers": "Content-Disposition, Content-Digest, Content-Range",
+		"Access-Control-Allow-Origin":      canvasOrigin,
+		"Access-Control-Allow-Credentials": "true",
+		"Access-Control-Allow-Methods":     "GET, POST",
+		"Access-Control-Allow-Headers":     "Authorization, Content-Type, Range, X-Molecule-Org-Slug",
+		"Access-Control-Max-Age":           "600",
+		"Access-Control-Expose-Headers":    "Content-Disposition, Content-Digest, Content-Range",
 	}
 	// Each function's handler, as its Lambda serves it.
 	perFunction := map[string]string{}

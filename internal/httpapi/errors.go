@@ -25,10 +25,15 @@ func (e *Error) Error() string { return e.Message }
 
 // The answers of API.md that name no file or value.
 var (
-	errMissingToken     = &Error{Status: http.StatusUnauthorized, Message: "missing workspace auth token"}
-	errInvalidToken     = &Error{Status: http.StatusUnauthorized, Message: "invalid workspace auth token"}
-	errTokenStoreDown   = &Error{Status: http.StatusServiceUnavailable, Message: "datastore unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
+	errMissingToken = &Error{Status: http.StatusUnauthorized, Message: "missing workspace auth token"}
+	errInvalidToken = &Error{Status: http.StatusUnauthorized, Message: "invalid workspace auth token"}
+	// A session cookie on a request another site's page may have made.
+	errForeignOrigin = &Error{Status: http.StatusForbidden, Message: "cross-origin request refused"}
+	// One text per condition: a dependency of ours (Postgres, S3) down or
+	// too slow, whichever statement met it; the control plane without a
+	// verdict on a session.
 	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Message: "storage unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
+	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Message: "session check unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
 	errInternal         = &Error{Status: http.StatusInternalServerError, Message: "storage error"}
 	errNotFound         = &Error{Status: http.StatusNotFound, Message: "not found"}
 	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Message: "method not allowed"}
@@ -96,9 +101,9 @@ var answers = []struct {
 }{
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
-	{auth.ErrUnavailable, errTokenStoreDown},
-	{pendinguploads.ErrTokenInvalid, errInvalidToken},
-	{pendinguploads.ErrTokenNotForWorkspace, errInvalidToken},
+	{auth.ErrNotAllowed, errInvalidToken},
+	{auth.ErrForeignOrigin, errForeignOrigin},
+	{auth.ErrSessionUnavailable, errSessionDown},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
@@ -130,23 +135,13 @@ func (a *API) answerFor(err error) *Error {
 }
 
 // fail answers err and logs it: a server-side failure as an error with
-// its cause; a refusal of the caller's token or of another workspace's
-// file as a warning; any other refusal at info. The line names the
-// request's workspace and file, and the token's safe prefix, never the
-// token.
+// its cause; a refusal of the caller's credentials or of another
+// workspace's file as a warning; any other refusal at info. The line
+// names the request's workspace and file, and who called (a token's safe
+// prefix, a session's user), never a token or a cookie. It does no I/O
+// but the answer.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := a.answerFor(err)
-	if e.Status < 500 && e.Status != http.StatusUnauthorized {
-		// A refusal before any store call checked the token: the token
-		// first. (A 5xx tells an unauthenticated caller nothing.)
-		if err = a.verifyBeforeRefusal(r, err); err != nil {
-			e = a.answerFor(err)
-		}
-	}
-	if p, ok := principalOf(r); e == errStorageDown && ok && !p.Verified {
-		// The token could not be checked either: the token store is down.
-		e = errTokenStoreDown
-	}
 	args := []any{"status", e.Status, "error", e.Message, "method", r.Method, "path", r.URL.Path}
 	if err != error(e) {
 		args = append(args, "reason", err.Error())
@@ -162,13 +157,13 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if v := r.PathValue("fileId"); v != "" {
 		args = append(args, "file_id", v)
 	}
-	if p, ok := principalOf(r); ok {
-		args = append(args, "token_prefix", p.TokenPrefix)
+	if id := auth.FromContext(r.Context()); id != nil {
+		args = append(args, id.LogAttrs()...)
 	}
 	switch {
 	case e.Status >= 500:
 		a.logger().Error("request failed", args...)
-	case e.Status == http.StatusUnauthorized || e == errNotYours:
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e == errNotYours:
 		a.logger().Warn("refused", args...)
 	default:
 		a.logger().Info("refused", args...)

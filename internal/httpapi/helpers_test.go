@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/google/uuid"
@@ -380,7 +381,7 @@ func (b *syncBuffer) String() string {
 
 // stageOne stages one file as the upload handler does.
 func stageOne(srv *apptest.Server, ws uuid.UUID, data []byte, name, mimetype string) (pendinguploads.Record, error) {
-	recs, err := srv.Store.Stage(context.Background(), nil, ws, []pendinguploads.File{{Content: data, Filename: name, Mimetype: mimetype}})
+	recs, err := srv.Store.Stage(context.Background(), auth.AdminIdentity(), ws, []pendinguploads.File{{Content: data, Filename: name, Mimetype: mimetype}})
 	if err != nil {
 		return pendinguploads.Record{}, err
 	}

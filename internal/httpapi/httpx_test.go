@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
@@ -66,7 +67,7 @@ func TestHTTPXRuntimeGetsTheBytes(t *testing.T) {
 				t.Fatalf("staged in the bucket: %v, want %v", rec.InBucket(), tc.bucket)
 			}
 			if tc.acked {
-				if _, err := srv.Store.Ack(ctx, nil, ws, rec.FileID); err != nil {
+				if _, err := srv.Store.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
 					t.Fatal(err)
 				}
 			}

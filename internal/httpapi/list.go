@@ -33,7 +33,7 @@ type listBody struct {
 
 // list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
 func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	ws, c, err := a.guard(r)
+	ws, id, err := a.guard(r)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = &c
 	}
-	recs, next, err := a.store.List(r.Context(), c, ws, limit, after)
+	recs, next, err := a.store.List(r.Context(), id, ws, limit, after)
 	if errors.Is(err, pendinguploads.ErrBadCursor) {
 		return errBadCursor
 	}

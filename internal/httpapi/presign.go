@@ -33,7 +33,7 @@ type presignedUpload struct {
 // to the workspace until the JSON form of upload commits them. A file's
 // declared sha256 (hex) is signed into its PUT.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
-	ws, c, err := a.guard(r)
+	ws, id, err := a.guard(r)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		}
 		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size, SHA256: sum}
 	}
-	puts, err := a.store.Presign(r.Context(), c, ws, files)
+	puts, err := a.store.Presign(r.Context(), id, ws, files)
 	if errors.Is(err, pendinguploads.ErrNoBucket) {
 		return errPresignOff
 	}
@@ -75,7 +75,8 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	out := make([]presignedUpload, len(puts))
 	for i, p := range puts {
 		out[i] = presignedUpload{UploadID: p.UploadID.String(), Method: http.MethodPut, URL: p.URL, Headers: p.Headers, ExpiresAt: p.ExpiresAt}
-		a.logger().Info("presigned", "workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size, "filename", files[i].Filename)
+		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
+			"filename", files[i].Filename}, id.LogAttrs()...)...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
 	return nil

@@ -11,18 +11,20 @@ type Route struct {
 	Path     string
 	Function string
 	handle   func(*API, http.ResponseWriter, *http.Request) error
+	// Public routes take no credentials.
+	Public bool
 }
 
 // The routes of API.md. Each Lambda function serves its own (Handler);
 // the dev server serves them all (Mux).
 var (
-	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload}
-	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign}
-	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list}
-	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content}
-	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack}
+	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false}
+	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false}
+	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false}
+	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false}
+	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false}
 	// LimitsRoute is public (no token), served by the list function.
-	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits}
+	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true}
 )
 
 // Routes is the whole HTTP API, in the order of API.md: the one table the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -28,13 +29,13 @@ type stagedFile struct {
 // multipart form (form A), or the JSON commit of presigned uploads (form
 // B; presign.go signs their PUTs).
 func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
-	ws, c, err := a.guard(r)
+	ws, id, err := a.guard(r)
 	if err != nil {
 		return err
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil && mt == "application/json" {
-		return a.commit(w, r, c, ws)
+		return a.commit(w, r, id, ws)
 	}
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return errMalformedMultipart
@@ -47,11 +48,11 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	recs, err := a.store.Stage(r.Context(), c, ws, files)
+	recs, err := a.store.Stage(r.Context(), id, ws, files)
 	if err != nil {
 		return err
 	}
-	a.staged(w, ws, recs)
+	a.staged(w, id, ws, recs)
 	return nil
 }
 
@@ -64,7 +65,7 @@ type commitRequest struct {
 // commit is the JSON form of upload: it stages the files that clients
 // put into the bucket after presign (pendinguploads.Store.Commit). A
 // retried commit answers what the first stored.
-func (a *API) commit(w http.ResponseWriter, r *http.Request, c *pendinguploads.Caller, ws uuid.UUID) error {
+func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, ws uuid.UUID) error {
 	if !a.store.Presigns() {
 		return errCommitPresignOff
 	}
@@ -78,36 +79,36 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, c *pendinguploads.C
 	ids := make([]uuid.UUID, len(req.Files))
 	seen := map[uuid.UUID]bool{}
 	for i, f := range req.Files {
-		id, err := uuid.Parse(f.UploadID)
+		u, err := uuid.Parse(f.UploadID)
 		if err != nil {
 			return errBadUploadID
 		}
-		if seen[id] {
-			return errDuplicateUploadID(id.String())
+		if seen[u] {
+			return errDuplicateUploadID(u.String())
 		}
-		seen[id] = true
-		ids[i] = id
+		seen[u] = true
+		ids[i] = u
 	}
-	recs, replayed, err := a.store.Commit(r.Context(), c, ws, ids)
+	recs, replayed, err := a.store.Commit(r.Context(), id, ws, ids)
 	if err != nil {
 		return err
 	}
 	if replayed {
-		a.logger().Info("commit replayed", "workspace_id", ws, "files", len(recs))
+		a.logger().Info("commit replayed", append([]any{"workspace_id", ws, "files", len(recs)}, id.LogAttrs()...)...)
 		writeJSON(w, http.StatusOK, map[string]any{"files": stagedFiles(recs)})
 		return nil
 	}
-	a.staged(w, ws, recs)
+	a.staged(w, id, ws, recs)
 	return nil
 }
 
 // staged logs, counts and answers files newly staged, in request order.
-func (a *API) staged(w http.ResponseWriter, ws uuid.UUID, recs []pendinguploads.Record) {
+func (a *API) staged(w http.ResponseWriter, id *auth.Identity, ws uuid.UUID, recs []pendinguploads.Record) {
 	var total int64
 	for _, rec := range recs {
 		total += rec.SizeBytes
-		a.logger().Info("staged", "workspace_id", ws, "file_id", rec.FileID, "size", rec.SizeBytes,
-			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket())
+		a.logger().Info("staged", append([]any{"workspace_id", ws, "file_id", rec.FileID, "size", rec.SizeBytes,
+			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket()}, id.LogAttrs()...)...)
 	}
 	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
 	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // AckResult says how an Ack succeeded.
@@ -25,26 +27,30 @@ const (
 	Raced
 )
 
-// Ack marks the unexpired row fileID of workspaceID as acked, for c (see
-// Caller): one round trip, unless it raced. It is idempotent: acking again succeeds (AlreadyAcked) and leaves acked_at
+// Ack marks the unexpired row fileID of workspaceID as acked, acting for id (with its
+// check): one round trip, unless it raced. It is idempotent: acking again succeeds (AlreadyAcked) and leaves acked_at
 // alone. It returns ErrNotFound for an absent or expired row and
 // ErrWrongWorkspace, changing nothing, for another workspace's row.
 //
 // The look-up and the update are one statement; only when they disagree
 // (a concurrent ack or sweep) does a second look tell AlreadyAcked from
 // Raced, never an error.
-func (s *Store) Ack(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUID) (AckResult, error) {
+func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (AckResult, error) {
 	var owner uuid.UUID
 	var ackedAt *time.Time
 	var updated int
 	var found bool
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return 0, err
+	}
 	b := &pgx.Batch{}
-	look := c.queueLookup(b)
+	check.Queue(b)
 	b.Queue(`
 		WITH target AS (
 		    SELECT file_id, workspace_id, acked_at
 		    FROM pending_uploads
-		    WHERE file_id = $1 AND expires_at > now() AND `+authorized(3, 2)+`
+		    WHERE file_id = $1 AND expires_at > now() AND `+check.Guard(3, 2)+`
 		), upd AS (
 		    UPDATE pending_uploads p SET acked_at = now()
 		    FROM target t
@@ -53,7 +59,7 @@ func (s *Store) Ack(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUI
 		    RETURNING p.file_id
 		)
 		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
-		fileID, workspaceID, c.hash()).Query(func(rows pgx.Rows) error {
+		fileID, workspaceID, check.Arg()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&owner, &ackedAt, &updated); err != nil {
@@ -65,8 +71,8 @@ func (s *Store) Ack(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUI
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return 0, wrap(fmt.Sprintf("ack %s", fileID), err)
 	}
-	if err := look.settle(workspaceID); err != nil {
-		return 0, err
+	if err := check.Settle(); err != nil {
+		return 0, tokenError(err)
 	}
 	if !found {
 		return 0, ErrNotFound
@@ -82,7 +88,7 @@ func (s *Store) Ack(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUI
 	// Found unacked, yet not updated: a concurrent ack got there first
 	// (the row is acked now) or a sweep deleted it (the row is gone).
 	var gone bool
-	err := s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL)`,
+	err = s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL)`,
 		fileID).Scan(&gone)
 	if err == nil && !gone {
 		return AlreadyAcked, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -20,23 +21,23 @@ func TestAck(t *testing.T) {
 
 	t.Run("Acked", func(t *testing.T) {
 		rec := mustStage(t, s, ws, "a.txt")
-		res, err := s.Ack(ctx, nil, ws, rec.FileID)
+		res, err := s.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID)
 		if err != nil || res != pendinguploads.Acked {
 			t.Fatalf("got %v, %v; want Acked", res, err)
 		}
 		// Acked rows stay readable until swept (the canvas re-opens them).
-		if _, err := s.Fetch(ctx, nil, ws, rec.FileID); err != nil {
+		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
 			t.Fatalf("fetch after ack: got %v, want the row until the sweep", err)
 		}
 	})
 	t.Run("AlreadyAckedKeepsAckedAt", func(t *testing.T) {
 		rec := mustStage(t, s, ws, "b.txt")
-		if _, err := s.Ack(ctx, nil, ws, rec.FileID); err != nil {
+		if _, err := s.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
 			t.Fatal(err)
 		}
 		first := ackedAt(t, pool, rec.FileID)
 		time.Sleep(5 * time.Millisecond)
-		res, err := s.Ack(ctx, nil, ws, rec.FileID)
+		res, err := s.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID)
 		if err != nil || res != pendinguploads.AlreadyAcked {
 			t.Fatalf("got %v, %v; want AlreadyAcked", res, err)
 		}
@@ -45,23 +46,23 @@ func TestAck(t *testing.T) {
 		}
 	})
 	t.Run("ErrNotFoundWhenAbsent", func(t *testing.T) {
-		if _, err := s.Ack(ctx, nil, ws, uuid.New()); !errors.Is(err, pendinguploads.ErrNotFound) {
+		if _, err := s.Ack(ctx, auth.AdminIdentity(), ws, uuid.New()); !errors.Is(err, pendinguploads.ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("ErrNotFoundWhenExpired", func(t *testing.T) {
 		rec := mustStage(t, s, ws, "c.txt")
 		mustExec(t, pool, `UPDATE pending_uploads SET expires_at = now() - interval '1 second' WHERE file_id = $1`, rec.FileID)
-		if _, err := s.Ack(ctx, nil, ws, rec.FileID); !errors.Is(err, pendinguploads.ErrNotFound) {
+		if _, err := s.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID); !errors.Is(err, pendinguploads.ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("ErrWrongWorkspaceLeavesRowUnacked", func(t *testing.T) {
 		rec := mustStage(t, s, ws, "d.txt")
-		if _, err := s.Ack(ctx, nil, uuid.New(), rec.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
+		if _, err := s.Ack(ctx, auth.AdminIdentity(), uuid.New(), rec.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
-		if _, err := s.Fetch(ctx, nil, ws, rec.FileID); err != nil {
+		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
 			t.Fatalf("row no longer visible to its owner: %v", err)
 		}
 		if n := ackedCount(t, pool, rec.FileID); n != 0 {
@@ -94,7 +95,7 @@ func TestAckRacesSweepAndItself(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, id := range ids {
-				res, err := s.Ack(ctx, nil, ws, id)
+				res, err := s.Ack(ctx, auth.AdminIdentity(), ws, id)
 				switch {
 				case errors.Is(err, pendinguploads.ErrNotFound): // swept already
 				case err != nil:

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // A presigned upload goes in three steps. Presign records what the client
@@ -55,11 +56,11 @@ type PresignedPut struct {
 	ExpiresAt time.Time         // of the URL
 }
 
-// Presign records files as presigned uploads of workspaceID, for c (see
-// Caller), in one round trip, and signs a PUT of each, in input order. It
+// Presign records files as presigned uploads of workspaceID, acting for
+// id, in one round trip with id's check, and signs a PUT of each, in input order. It
 // validates every file first, as Stage does (an *ItemError;
 // ErrTooManyItems), and returns ErrNoBucket when the Store has no bucket.
-func (s *Store) Presign(ctx context.Context, c *Caller, workspaceID uuid.UUID, files []Declared) ([]PresignedPut, error) {
+func (s *Store) Presign(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, files []Declared) ([]PresignedPut, error) {
 	if s.bucket == nil {
 		return nil, ErrNoBucket
 	}
@@ -80,7 +81,7 @@ func (s *Store) Presign(ctx context.Context, c *Caller, workspaceID uuid.UUID, f
 		promises[i] = promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
 			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size, SHA256: f.SHA256}
 	}
-	if err := s.recordPromises(ctx, c, workspaceID, promises); err != nil {
+	if err := s.recordPromises(ctx, id, workspaceID, promises); err != nil {
 		return nil, err
 	}
 	expires := time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)
@@ -112,15 +113,15 @@ func (e *NotReceivedError) Error() string {
 	return fmt.Sprintf("upload %s not received: %s", e.UploadID, e.Reason)
 }
 
-// Commit stages, for workspaceID and c (see Caller), the files whose
+// Commit stages, for workspaceID and acting for id, the files whose
 // bytes clients put into the bucket after Presign: every upload or none.
 // Each staging object is copied to a key only the server writes and
 // measured there: its size must be the declared one, and its SHA-256 is
 // the digest the workspace will verify, whatever the client does with
-// its PUT URL meanwhile. Two round trips: the token check with the
-// promises' look-up, before anything touches the bucket; then, in one
-// implicit transaction, the consumption of the presigned uploads, the
-// rows and their activity rows. The staging objects are then deleted.
+// its PUT URL meanwhile. Two round trips: id's check with the promises'
+// look-up, before anything touches the bucket; then, in one implicit
+// transaction, the claim of the presigned uploads, the rows and their
+// activity rows. The staging objects are then deleted.
 //
 // A commit whose every upload this workspace committed before (a client
 // retrying a commit whose answer it lost, or the loser of a race with its
@@ -128,14 +129,18 @@ func (e *NotReceivedError) Error() string {
 // stores nothing. A mix of new and committed uploads is refused as a
 // whole, naming the first committed one. Refusals are *NotReceivedError;
 // ErrNoBucket without a bucket.
-func (s *Store) Commit(ctx context.Context, c *Caller, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
+func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
 	if s.bucket == nil {
 		return nil, false, ErrNoBucket
 	}
 	if len(uploadIDs) > MaxBatch {
 		return nil, false, ErrTooManyItems
 	}
-	promised, err := s.lookupPromises(ctx, c, workspaceID, uploadIDs)
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return nil, false, err
+	}
+	promised, err := s.lookupPromises(ctx, check, workspaceID, uploadIDs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -151,15 +156,15 @@ func (s *Store) Commit(ctx context.Context, c *Caller, workspaceID uuid.UUID, up
 			return nil, false, &NotReceivedError{id, "already committed, beside new uploads"}
 		}
 	}
-	items, err := s.place(ctx, workspaceID, uploadIDs, promised)
+	recs, err = s.place(ctx, workspaceID, uploadIDs, promised)
 	if err == nil {
-		recs, err = s.stage(ctx, c, workspaceID, items, uploadIDs)
+		err = s.claimAndInsert(ctx, check, workspaceID, uploadIDs, recs)
 	}
 	nr, _ := errors.AsType[*NotReceivedError](err)
-	if _, lost := errors.AsType[*claimError](err); lost || nr != nil {
+	if errors.Is(err, errClaimLost) || nr != nil {
 		// A concurrent commit of the same uploads may have taken them (or
 		// their staging objects) first: then this is its retry.
-		now, lerr := s.lookupPromises(ctx, nil, workspaceID, uploadIDs)
+		now, lerr := s.lookupPromises(ctx, check, workspaceID, uploadIDs)
 		if lerr != nil {
 			return nil, false, lerr
 		}
@@ -182,6 +187,47 @@ func (s *Store) Commit(ctx context.Context, c *Caller, workspaceID uuid.UUID, up
 	}
 	_ = s.bucket.Delete(ctx, keys)
 	return recs, false, nil
+}
+
+// claimAndInsert stores recs, placed from the presigned uploads ids
+// (recs[i] from ids[i]), in one round trip, one implicit transaction: it
+// claims every upload (each then names the file it became) and inserts
+// the rows and their activity rows, or stores nothing (errClaimLost) when
+// any upload expired or another commit took it first. The uploads are
+// locked in upload_id order, so two commits sharing uploads wait for each
+// other instead of deadlocking.
+func (s *Store) claimAndInsert(ctx context.Context, check *auth.Check, workspaceID uuid.UUID, ids []uuid.UUID, recs []Record) error {
+	fileIDs := make([]uuid.UUID, len(recs))
+	for i, r := range recs {
+		fileIDs[i] = r.FileID
+	}
+	b := &pgx.Batch{}
+	check.Queue(b)
+	b.Queue(`
+		WITH locked AS MATERIALIZED (
+		    SELECT upload_id FROM presigned_uploads
+		    WHERE upload_id = ANY($1::uuid[]) AND workspace_id = $3 AND expires_at > now() AND file_id IS NULL
+		    ORDER BY upload_id FOR UPDATE
+		)
+		UPDATE presigned_uploads p SET file_id = c.file_id
+		FROM unnest($1::uuid[], $2::uuid[]) AS c(upload_id, file_id)
+		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality($1::uuid[])
+		  AND ($5::timestamptz IS NULL OR now() <= $5) AND `+check.Guard(4, 3),
+		uuidArray(ids), uuidArray(fileIDs), workspaceID, check.Arg(), deadlineOf(ctx))
+	// The rows go in only beside their claims, in the same transaction.
+	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, make([][]byte, len(recs)), `
+		    (SELECT count(*) FROM presigned_uploads p JOIN unnest($12::uuid[], $5::uuid[]) AS c(upload_id, file_id)
+		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($12::uuid[])`,
+		ids)
+	return s.finish(ctx, b, check, ins, recs)
+}
+
+// deadlineOf is ctx's deadline, or nil.
+func deadlineOf(ctx context.Context) *time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return &dl
+	}
+	return nil
 }
 
 // firstTaken names the first upload a lost claim could not take: gone
@@ -230,13 +276,13 @@ func (s *Store) replay(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UU
 const placeConcurrency = 4
 
 // place copies each staged object to objectKey(workspace, new file ID)
-// and measures the copy, by the bucket's own checksum where it has one
-// (no byte of the file passes through this process then). The size must
-// be the declared one, and so must the SHA-256 when the client declared
-// it. On failure the copies made so far are discarded; the staging
-// objects stay for a retry.
-func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]item, error) {
-	items := make([]item, len(ids))
+// and measures the copy, by the bucket's own checksum (no byte of the
+// file passes through this process). The size must be the declared one,
+// and so must the SHA-256 when the client declared it. It returns the
+// records of the files, in ids' order. On failure the copies made so far
+// are discarded; the staging objects stay for a retry.
+func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, promised map[uuid.UUID]promise) ([]Record, error) {
+	recs := make([]Record, len(ids))
 	var mu sync.Mutex
 	var placed []Record
 	g, gctx := errgroup.WithContext(ctx)
@@ -262,8 +308,8 @@ func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUI
 			if p.SHA256 != nil && !bytes.Equal(sum, p.SHA256) {
 				return &NotReceivedError{id, "object's SHA-256 is not the declared one"}
 			}
-			items[i] = item{File: File{Filename: p.Filename, Mimetype: p.Mimetype},
-				inBucket: true, fileID: fid, size: n, sha256: sum}
+			recs[i] = Record{FileID: fid, WorkspaceID: workspaceID, Filename: p.Filename, Mimetype: p.Mimetype,
+				SizeBytes: n, SHA256: sum, s3Key: dst}
 			return nil
 		})
 	}
@@ -271,7 +317,7 @@ func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUI
 		s.discard(ctx, placed)
 		return nil, err
 	}
-	return items, nil
+	return recs, nil
 }
 
 // promise is a presigned upload: what a client was allowed to PUT.
@@ -290,16 +336,9 @@ func (p promise) committed() bool { return p.FileID != uuid.Nil }
 
 func (p promise) stagingKey() string { return stagingKey(p.WorkspaceID, p.UploadID) }
 
-// claimError is a commit's batch that could not take every upload it
-// claimed (queueClaim): one expired, or another commit took it first.
-// Nothing was stored.
-type claimError struct{}
-
-func (e *claimError) Error() string { return "claim presigned: an upload was gone or taken" }
-
 // recordPromises remembers what a presign promised, in one round trip
-// with c's token check, committable until now + commitWindow.
-func (s *Store) recordPromises(ctx context.Context, c *Caller, workspaceID uuid.UUID, items []promise) error {
+// with id's check, committable until now + commitWindow.
+func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []promise) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -315,23 +354,27 @@ func (s *Store) recordPromises(ctx context.Context, c *Caller, workspaceID uuid.
 	for i, it := range items {
 		ids[i], wss[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
 	}
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return err
+	}
 	b := &pgx.Batch{}
-	look := c.queueLookup(b)
+	check.Queue(b)
 	var inserted int64
 	b.Queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at)
 		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + $6::bigint * interval '1 microsecond'
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $9::bytea[]) AS u(id, ws, name, type, size, sha256)
-		WHERE `+authorized(7, 8),
-		ids, wss, names, types, sizes, commitWindow.Microseconds(), c.hash(), workspaceID, sums).Exec(func(tag pgconn.CommandTag) error {
+		WHERE `+check.Guard(7, 8),
+		uuidArray(ids), uuidArray(wss), names, types, sizes, commitWindow.Microseconds(), check.Arg(), workspaceID, sums).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return wrap("record presigned", err)
 	}
-	if err := look.settle(workspaceID); err != nil {
-		return err
+	if err := check.Settle(); err != nil {
+		return tokenError(err)
 	}
 	if inserted != int64(len(items)) {
 		return fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
@@ -341,16 +384,16 @@ func (s *Store) recordPromises(ctx context.Context, c *Caller, workspaceID uuid.
 
 // lookupPromises returns the unexpired presigned uploads of workspaceID
 // among ids, committed ones included (with their FileID), in one round
-// trip with c's token check. Missing ones are absent from the map.
-func (s *Store) lookupPromises(ctx context.Context, c *Caller, workspaceID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]promise, error) {
+// trip with check. Missing ones are absent from the map.
+func (s *Store) lookupPromises(ctx context.Context, check *auth.Check, workspaceID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]promise, error) {
 	b := &pgx.Batch{}
-	look := c.queueLookup(b)
+	check.Queue(b)
 	out := make(map[uuid.UUID]promise, len(ids))
 	b.Queue(`
 		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
 		FROM presigned_uploads
-		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now() AND `+authorized(3, 2),
-		ids, workspaceID, c.hash()).Query(func(rows pgx.Rows) error {
+		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now() AND `+check.Guard(3, 2),
+		uuidArray(ids), workspaceID, check.Arg()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var p promise
 			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.SHA256, &p.FileID); err != nil {
@@ -363,8 +406,8 @@ func (s *Store) lookupPromises(ctx context.Context, c *Caller, workspaceID uuid.
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, wrap("lookup presigned", err)
 	}
-	if err := look.settle(workspaceID); err != nil {
-		return nil, err
+	if err := check.Settle(); err != nil {
+		return nil, tokenError(err)
 	}
 	return out, nil
 }
@@ -376,7 +419,7 @@ func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileI
 	rows, err := s.db.Query(ctx, `
 		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
 		FROM pending_uploads
-		WHERE file_id = ANY($1) AND workspace_id = $2`, fileIDs, workspaceID)
+		WHERE file_id = ANY($1) AND workspace_id = $2`, uuidArray(fileIDs), workspaceID)
 	if err != nil {
 		return nil, wrap("committed files", err)
 	}
@@ -390,15 +433,6 @@ func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileI
 		out[r.FileID] = r
 	}
 	return out, wrap("committed files", rows.Err())
-}
-
-// claimLostMark is in the error of queueClaim's check.
-const claimLostMark = "commit claim lost"
-
-// isClaimLost reports whether err is queueClaim's check failing.
-func isClaimLost(err error) bool {
-	pgErr, ok := errors.AsType[*pgconn.PgError](err)
-	return ok && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, claimLostMark)
 }
 
 // sweepPresigned deletes expired presigned uploads, in batches.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -41,18 +42,18 @@ func BenchmarkCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	s := pendinguploads.New(pool, blobs)
+	s := pendinguploads.New(pool, blobs, auth.NewTokens(pool))
 	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 	ctx := context.Background()
 	ws := uuid.New()
 	// Warm: the commit's statements prepared on the pool's connection.
-	warm, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{{Filename: "warm.bin", Size: 1}})
+	warm, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{{Filename: "warm.bin", Size: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	putPresigned(b, warm[0], []byte{1})
-	if _, _, err := s.Commit(ctx, nil, ws, []uuid.UUID{warm[0].UploadID}); err != nil {
+	if _, _, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{warm[0].UploadID}); err != nil {
 		b.Fatal(err)
 	}
 	for _, mib := range []int{1, 25, 100} {
@@ -62,14 +63,14 @@ func BenchmarkCommit(b *testing.B) {
 			var n, commitTrips int64
 			for b.Loop() {
 				b.StopTimer()
-				puts, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{{Filename: "f.bin", Size: int64(len(data))}})
+				puts, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{{Filename: "f.bin", Size: int64(len(data))}})
 				if err != nil {
 					b.Fatal(err)
 				}
 				putPresigned(b, puts[0], data)
 				trips.Reset()
 				b.StartTimer()
-				if _, _, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID}); err != nil {
+				if _, _, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()

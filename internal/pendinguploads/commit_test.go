@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -23,7 +24,8 @@ func openBucket(t testing.TB) *pendinguploads.Store {
 	client, bucket := s3test.NewBucket(t, s3test.MustStart(t))
 	b := s3blobs.NewFromClient(client, bucket)
 	b.MaxSize = pendinguploads.MaxFileBytesCap
-	s := pendinguploads.New(pgtest.MustOpen(t), b)
+	pool := pgtest.MustOpen(t)
+	s := pendinguploads.New(pool, b, auth.NewTokens(pool))
 	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 	return s
 }
@@ -58,7 +60,7 @@ func TestPresignAndCommit(t *testing.T) {
 	ctx := context.Background()
 	ws := uuid.New()
 	data := bytes.Repeat([]byte("presigned "), 40_000)
-	puts, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{
+	puts, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{
 		{Filename: "a.bin", Size: int64(len(data))},
 		{Filename: "short.bin", Mimetype: "text/plain", Size: 10},
 		{Filename: "never.bin", Size: 5},
@@ -69,7 +71,7 @@ func TestPresignAndCommit(t *testing.T) {
 	putPresigned(t, puts[0], data)
 	putPresigned(t, puts[1], []byte("not ten bytes"))
 
-	recs, replayed, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID})
+	recs, replayed, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
 	if err != nil || replayed || len(recs) != 1 {
 		t.Fatalf("commit: %v, replayed %v, %d files", err, replayed, len(recs))
 	}
@@ -77,7 +79,7 @@ func TestPresignAndCommit(t *testing.T) {
 	if rec := recs[0]; !rec.InBucket() || rec.SizeBytes != int64(len(data)) || !bytes.Equal(rec.SHA256, sum[:]) || rec.Filename != "a.bin" {
 		t.Fatalf("committed file: got %+v", rec)
 	}
-	again, replayed, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID})
+	again, replayed, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
 	if err != nil || !replayed || len(again) != 1 || again[0].FileID != recs[0].FileID {
 		t.Fatalf("retried commit: %v, replayed %v, %+v", err, replayed, again)
 	}
@@ -93,12 +95,12 @@ func TestPresignAndCommit(t *testing.T) {
 		{"Unknown", []uuid.UUID{uuid.New()}, uuid.Nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := s.Commit(ctx, nil, ws, tc.ids)
+			_, _, err := s.Commit(ctx, auth.AdminIdentity(), ws, tc.ids)
 			nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err)
 			if !ok || (tc.want != uuid.Nil && nr.UploadID != tc.want) {
 				t.Fatalf("got %v, want not received naming %s", err, tc.want)
 			}
-			list, _, err := s.List(ctx, nil, ws, 10, nil)
+			list, _, err := s.List(ctx, auth.AdminIdentity(), ws, 10, nil)
 			if err != nil || len(list) != 1 {
 				t.Fatalf("files after the refusal: %d (%v), want the first commit's 1", len(list), err)
 			}
@@ -118,7 +120,7 @@ func TestCommitWithDeclaredDigest(t *testing.T) {
 	ws := uuid.New()
 	data, other := bytes.Repeat([]byte("declared "), 30_000), bytes.Repeat([]byte("Declared "), 30_000)
 	sum := sha256.Sum256(data)
-	puts, err := s.Presign(ctx, nil, ws, []pendinguploads.Declared{
+	puts, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{
 		{Filename: "good.bin", Size: int64(len(data)), SHA256: sum[:]},
 		{Filename: "swapped.bin", Size: int64(len(data)), SHA256: sum[:]},
 	})
@@ -131,15 +133,15 @@ func TestCommitWithDeclaredDigest(t *testing.T) {
 	putPresigned(t, puts[0], data)
 	putPresigned(t, puts[1], other)
 
-	recs, _, err := s.Commit(ctx, nil, ws, []uuid.UUID{puts[0].UploadID})
+	recs, _, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
 	if err != nil || !bytes.Equal(recs[0].SHA256, sum[:]) {
 		t.Fatalf("commit of the declared bytes: %v", err)
 	}
-	_, _, err = s.Commit(ctx, nil, ws, []uuid.UUID{puts[1].UploadID})
+	_, _, err = s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[1].UploadID})
 	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); !ok || nr.UploadID != puts[1].UploadID {
 		t.Fatalf("commit of other bytes: got %v, want not received", err)
 	}
-	if list, _, _ := s.List(ctx, nil, ws, 10, nil); len(list) != 1 {
+	if list, _, _ := s.List(ctx, auth.AdminIdentity(), ws, 10, nil); len(list) != 1 {
 		t.Fatalf("files: got %d, want 1", len(list))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -118,8 +117,6 @@ func IsUnavailable(err error) bool {
 			pgErr.Code == "40001", // serialization_failure: a retry may pass
 			pgErr.Code == "40P01": // deadlock_detected: likewise
 			return true
-		case pgErr.Code == "22P02" && strings.Contains(pgErr.Message, deadlineGuardMark):
-			return true // the server ran the batch after the request's deadline
 		}
 		return false
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // ChunkBytes is how much of a file Fetch returns with the row, and how much
@@ -16,8 +18,8 @@ import (
 // whatever its size.
 const ChunkBytes = 1 << 20
 
-// Fetch looks up file fileID of workspaceID for serving, for c (see
-// Caller), and stamps its fetched_at (a later fetch moves it again): one
+// Fetch looks up file fileID of workspaceID for serving, acting for id (with its
+// check), and stamps its fetched_at (a later fetch moves it again): one
 // round trip. A servable row is unacked and unexpired, or acked and not
 // yet swept: the canvas re-opens attachments after the workspace acked
 // them. An inline file of at most ChunkBytes comes with the row; Open
@@ -26,7 +28,7 @@ const ChunkBytes = 1 << 20
 // It returns ErrNotFound for an absent or expired row, and for a row that
 // vanished (swept) while the statement ran; ErrWrongWorkspace for another
 // workspace's row, whose bytes are never read.
-func (s *Store) Fetch(ctx context.Context, c *Caller, workspaceID, fileID uuid.UUID) (Record, error) {
+func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (Record, error) {
 	var r Record
 	var key *string
 	var stamped, found bool
@@ -36,13 +38,17 @@ func (s *Store) Fetch(ctx context.Context, c *Caller, workspaceID, fileID uuid.U
 	// deleted it), the UPDATE re-checks the newest version and skips it:
 	// stamped is then false, and the answer is ErrNotFound rather than a
 	// row without its bytes.
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return Record{}, err
+	}
 	b := &pgx.Batch{}
-	look := c.queueLookup(b)
+	check.Queue(b)
 	b.Queue(`
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = $1 AND workspace_id = $2 AND (acked_at IS NOT NULL OR expires_at > now())
-		      AND `+authorized(4, 2)+`
+		      AND `+check.Guard(4, 2)+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= $3 THEN content END AS content
 		)
@@ -50,8 +56,8 @@ func (s *Store) Fetch(ctx context.Context, c *Caller, workspaceID, fileID uuid.U
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+authorized(4, 2),
-		fileID, workspaceID, int64(ChunkBytes), c.hash()).Query(func(rows pgx.Rows) error {
+		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+check.Guard(4, 2),
+		fileID, workspaceID, int64(ChunkBytes), check.Arg()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
@@ -64,8 +70,8 @@ func (s *Store) Fetch(ctx context.Context, c *Caller, workspaceID, fileID uuid.U
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return Record{}, wrap(fmt.Sprintf("fetch %s", fileID), err)
 	}
-	if err := look.settle(workspaceID); err != nil {
-		return Record{}, err
+	if err := check.Settle(); err != nil {
+		return Record{}, tokenError(err)
 	}
 	if !found {
 		return Record{}, ErrNotFound

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // List page sizes.
@@ -66,20 +68,24 @@ func DecodeCursor(s string) (Cursor, error) {
 
 // List returns up to limit visible rows of workspaceID, oldest first,
 // starting after the cursor (nil: from the start), without their bytes,
-// for c (see Caller): one round trip. next is nil on the last page. limit
+// acting for id (with its check): one round trip. next is nil on the last page. limit
 // outside 1..MaxListLimit is clamped.
-func (s *Store) List(ctx context.Context, c *Caller, workspaceID uuid.UUID, limit int, after *Cursor) (recs []Record, next *Cursor, err error) {
+func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, limit int, after *Cursor) (recs []Record, next *Cursor, err error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return nil, nil, err
+	}
 	cols := `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
 		       created_at, fetched_at, expires_at
 		FROM pending_uploads
-		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND ` + authorized(3, 1)
+		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND ` + check.Guard(3, 1)
 	// One more than asked tells whether another page follows.
 	var q string
-	args := []any{workspaceID, limit + 1, c.hash()}
+	args := []any{workspaceID, limit + 1, check.Arg()}
 	if after == nil {
 		q = cols + ` ORDER BY created_at, file_id LIMIT $2`
 	} else {
@@ -87,7 +93,7 @@ func (s *Store) List(ctx context.Context, c *Caller, workspaceID uuid.UUID, limi
 		args = append(args, after.CreatedAt, after.FileID)
 	}
 	b := &pgx.Batch{}
-	look := c.queueLookup(b)
+	check.Queue(b)
 	recs = make([]Record, 0, limit)
 	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -105,8 +111,8 @@ func (s *Store) List(ctx context.Context, c *Caller, workspaceID uuid.UUID, limi
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
 	}
-	if err := look.settle(workspaceID); err != nil {
-		return nil, nil, err
+	if err := check.Settle(); err != nil {
+		return nil, nil, tokenError(err)
 	}
 	if len(recs) > limit {
 		recs = recs[:limit]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -27,7 +28,7 @@ func TestListOrderAndFilters(t *testing.T) {
 	// Make the order depend on created_at, not on insertion: a is newest.
 	mustExec(t, pool, `UPDATE pending_uploads SET created_at = created_at + interval '1 minute' WHERE file_id = $1`, a.FileID)
 
-	recs, next, err := s.List(ctx, nil, ws, 0, nil)
+	recs, next, err := s.List(ctx, auth.AdminIdentity(), ws, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestListOrderAndFilters(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 
-	empty, next, err := s.List(ctx, nil, uuid.New(), 10, nil)
+	empty, next, err := s.List(ctx, auth.AdminIdentity(), uuid.New(), 10, nil)
 	if err != nil || len(empty) != 0 || next != nil || empty == nil {
 		t.Fatalf("empty workspace: got %v %v %v, want an empty non-nil slice", empty, next, err)
 	}
@@ -63,7 +64,7 @@ func TestListCursorWalk(t *testing.T) {
 		for i := range items {
 			items[i] = pendinguploads.File{Content: []byte("x"), Filename: fmt.Sprintf("b%d-%d", batch, i)}
 		}
-		recs, err := s.Stage(ctx, nil, ws, items)
+		recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, items)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestListCursorWalk(t *testing.T) {
 	var order []pendinguploads.Record
 	var after *pendinguploads.Cursor
 	for page := 0; page < 100; page++ {
-		recs, next, err := s.List(ctx, nil, ws, 5, after)
+		recs, next, err := s.List(ctx, auth.AdminIdentity(), ws, 5, after)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/google/uuid"
@@ -90,13 +91,13 @@ func openTraced(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool, *statementC
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pendinguploads.New(pool, nil), pool, tr
+	return pendinguploads.New(pool, nil, auth.NewTokens(pool)), pool, tr
 }
 
 func open(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.MustOpen(t)
-	return pendinguploads.New(pool, nil), pool
+	return pendinguploads.New(pool, nil, auth.NewTokens(pool)), pool
 }
 
 func mustStage(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {
@@ -126,7 +127,7 @@ func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
 
 // stageOne stages one file.
 func stageOne(ctx context.Context, s *pendinguploads.Store, ws uuid.UUID, content []byte, name, mimetype string) (pendinguploads.Record, error) {
-	recs, err := s.Stage(ctx, nil, ws, []pendinguploads.File{{Content: content, Filename: name, Mimetype: mimetype}})
+	recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, []pendinguploads.File{{Content: content, Filename: name, Mimetype: mimetype}})
 	if err != nil {
 		return pendinguploads.Record{}, err
 	}

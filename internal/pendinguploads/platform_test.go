@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
@@ -30,13 +31,13 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil)
+			s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
 			s.MaxFileBytes = pendinguploads.MaxFileBytesCap
 			ws := uuid.New()
 			mustExec(t, pool, `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, ws)
 
 			big := bytes.Repeat([]byte{7}, 30<<20)
-			recs, err := s.Stage(ctx, nil, ws, []pendinguploads.File{{Content: []byte("a"), Filename: "a.txt"}, {Content: big, Filename: "big.bin"}})
+			recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, []pendinguploads.File{{Content: []byte("a"), Filename: "a.txt"}, {Content: big, Filename: "big.bin"}})
 			if err != nil || len(recs) != 2 {
 				t.Fatalf("stage for a known workspace: %v", err)
 			}
@@ -46,7 +47,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 			}
 
 			before := countRows(t, pool, "pending_uploads")
-			_, err = s.Stage(ctx, nil, uuid.New(), []pendinguploads.File{{Content: []byte("x"), Filename: "x"}})
+			_, err = s.Stage(ctx, auth.AdminIdentity(), uuid.New(), []pendinguploads.File{{Content: []byte("x"), Filename: "x"}})
 			if !errors.Is(err, pendinguploads.ErrUnknownWorkspace) {
 				t.Fatalf("stage for an unknown workspace: got %v, want ErrUnknownWorkspace", err)
 			}
@@ -60,11 +61,11 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 				VALUES ($1, $2, $3, 'old.txt') RETURNING file_id`, ws, data, len(data)).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
-			listed, _, err := s.List(ctx, nil, ws, 100, nil)
+			listed, _, err := s.List(ctx, auth.AdminIdentity(), ws, 100, nil)
 			if err != nil || len(listed) != 3 {
 				t.Fatalf("list: got %d rows (%v), want 3", len(listed), err)
 			}
-			rec, err := s.Fetch(ctx, nil, ws, id)
+			rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id)
 			if err != nil || rec.SHA256 != nil {
 				t.Fatalf("fetch the platform's row: %+v, %v; want it, without a digest", rec, err)
 			}
@@ -77,7 +78,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Fatalf("bytes: got %q", got)
 			}
-			if res, err := s.Ack(ctx, nil, ws, id); err != nil || res != pendinguploads.Acked {
+			if res, err := s.Ack(ctx, auth.AdminIdentity(), ws, id); err != nil || res != pendinguploads.Acked {
 				t.Fatalf("ack: %v, %v", res, err)
 			}
 			swept, err := s.Sweep(ctx, 0)

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // File is one file of an upload, its bytes in memory.
@@ -19,176 +22,193 @@ type File struct {
 	Mimetype string // already made safe; may be empty
 }
 
-// item is one file on its way to a row: either its bytes in memory, or
-// (inBucket) an object a commit already placed at objectKey(workspace,
-// fileID), with size and sha256 measured from that very object.
-type item struct {
-	File
-	inBucket bool
-	fileID   uuid.UUID
-	size     int64
-	sha256   []byte
-}
-
-func (it item) length() int64 {
-	if it.inBucket {
-		return it.size
-	}
-	return int64(len(it.Content))
-}
-
-// Stage stores files for workspaceID, for c (see Caller), all or none,
-// and returns their records in input order. It validates every file
-// before any I/O (ErrEmptyContent, ErrTooLarge, ErrEmptyFilename,
+// Stage stores files for workspaceID, acting for id, all or none, and
+// returns their records in input order. It validates every file before
+// any I/O (ErrEmptyContent, ErrTooLarge, ErrEmptyFilename,
 // ErrFilenameTooLong inside an *ItemError naming the file;
 // ErrTooManyItems), writes the files larger than InlineMaxBytes to the
-// bucket (after checking c's token on its own: nothing is written for a
+// bucket (after checking id's token on its own: nothing is written for a
 // caller not allowed), then inserts the rows and one activity_logs row
 // per file (platforms whose workspaces poll activity_logs learn of the
-// upload there) in one round trip, one implicit transaction. A workspace
-// the database does not know is ErrUnknownWorkspace.
-func (s *Store) Stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, files []File) ([]Record, error) {
-	items := make([]item, len(files))
+// upload there) in one round trip, one implicit transaction, with id's
+// check. A workspace the database does not know is ErrUnknownWorkspace.
+func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, files []File) ([]Record, error) {
+	if len(files) > MaxBatch {
+		return nil, ErrTooManyItems
+	}
 	for i, f := range files {
-		items[i] = item{File: f}
+		if err := validateFile(int64(len(f.Content)), f.Filename, s.FileCap()); err != nil {
+			return nil, &ItemError{Index: i, Err: err}
+		}
 	}
-	return s.stage(ctx, c, workspaceID, items, nil)
-}
-
-// stage validates, writes objects, then sends the rows and their activity
-// rows as one batch, one implicit transaction. With claim (claim[i] the
-// presigned upload items[i] was placed from, see Commit), the batch first
-// consumes those uploads, and fails with a *claimError, storing nothing,
-// unless it took them all.
-func (s *Store) stage(ctx context.Context, c *Caller, workspaceID uuid.UUID, items []item, claim []uuid.UUID) ([]Record, error) {
-	if err := validate(items, s.FileCap()); err != nil {
-		s.discard(ctx, s.placed(workspaceID, items))
-		return nil, err
-	}
-	if len(items) == 0 {
+	if len(files) == 0 {
 		return nil, nil
 	}
-	recs, err := s.prepare(workspaceID, items)
+	recs := make([]Record, len(files))
+	contents := make([][]byte, len(files))
+	toBucket := false
+	for i, f := range files {
+		sum := sha256.Sum256(f.Content)
+		recs[i] = Record{FileID: uuid.New(), WorkspaceID: workspaceID, Filename: f.Filename,
+			Mimetype: f.Mimetype, SizeBytes: int64(len(f.Content)), SHA256: sum[:]}
+		if int64(len(f.Content)) <= s.inlineMax() {
+			contents[i] = f.Content
+			continue
+		}
+		if s.bucket == nil {
+			return nil, &ItemError{Index: i, Err: ErrNoBucket}
+		}
+		recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
+		toBucket = true
+	}
+	check, err := s.check(ctx, id, workspaceID)
 	if err != nil {
-		s.discard(ctx, s.placed(workspaceID, items))
 		return nil, err
 	}
-	for i := range recs {
-		if recs[i].s3Key != "" && !items[i].inBucket {
-			if err := s.verify(ctx, c, workspaceID); err != nil {
-				return nil, err
-			}
-			break
+	if toBucket {
+		if err := s.tokens.Verify(ctx, id, &workspaceID); err != nil {
+			return nil, tokenError(err)
+		}
+		if err := s.writeObjects(ctx, files, recs); err != nil {
+			return nil, err
 		}
 	}
-	if err := s.writeObjects(ctx, items, recs); err != nil {
+	b := &pgx.Batch{}
+	check.Queue(b)
+	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, contents, "")
+	if err := s.finish(ctx, b, check, ins, recs); err != nil {
 		return nil, err
 	}
-	b := &stageBatch{}
-	b.addDeadlineGuard(ctx)
-	look := b.addLookup(c)
-	if len(claim) > 0 {
-		fileIDs := make([]uuid.UUID, len(recs))
-		for i, r := range recs {
-			fileIDs[i] = r.FileID
-		}
-		b.addClaim(workspaceID, claim, fileIDs)
-	}
-	got := b.addInsert(c, workspaceID, items, recs, s.ttl())
-	if err := b.addActivity(c, workspaceID, recs); err != nil {
-		s.discard(ctx, recs)
-		return nil, err
-	}
-	err = b.send(ctx, s.db)
-	if err == nil {
-		if err = look.settle(workspaceID); err == nil && *got != len(recs) {
-			err = fmt.Errorf("inserted %d rows, want %d", *got, len(recs))
-		}
-	}
-	if err != nil {
-		// The batch was its own transaction: if its answer was lost it may
-		// have committed, and then the objects must stay.
+	return recs, nil
+}
+
+// finish sends a staging batch (Stage's or Commit's) and settles it:
+// the rows are stored, or nothing is, and then the objects written for
+// recs are deleted when that is certain. errClaimLost when the batch ran
+// and stored nothing though the token check passed (Commit's claim could
+// not take its uploads).
+func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins *inserted, recs []Record) error {
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		// The batch was its own transaction: if its answer was lost it
+		// may have committed, and then the objects must stay.
 		if !commitOutcomeUnknown(err) {
 			s.discard(ctx, recs)
 		}
-		if isClaimLost(err) {
-			return nil, &claimError{}
-		}
-		if errors.Is(err, ErrTokenInvalid) || errors.Is(err, ErrTokenNotForWorkspace) {
-			return nil, err
-		}
-		return nil, wrap("stage", err)
+		return wrap("stage", err)
 	}
-	return recs, nil
+	if err := check.Settle(); err != nil {
+		s.discard(ctx, recs)
+		return tokenError(err)
+	}
+	switch ins.n {
+	case len(recs):
+		return nil
+	case 0:
+		s.discard(ctx, recs)
+		if ins.deadline != nil && !time.Now().Before(*ins.deadline) {
+			return wrap("stage", fmt.Errorf("ran after the request's deadline: %w", context.DeadlineExceeded))
+		}
+		return errClaimLost
+	}
+	return fmt.Errorf("stage: inserted %d rows, want %d", ins.n, len(recs))
 }
 
-// prepare makes the records of items: IDs, digests, and where each
-// file's bytes go.
-func (s *Store) prepare(workspaceID uuid.UUID, items []item) ([]Record, error) {
-	recs := make([]Record, len(items))
-	for i, it := range items {
-		recs[i] = Record{
-			FileID:      it.fileID,
-			WorkspaceID: workspaceID,
-			Filename:    it.Filename,
-			Mimetype:    it.Mimetype,
-			SizeBytes:   it.length(),
-			SHA256:      it.sha256,
+// errClaimLost is a staging batch that ran and stored nothing though its
+// token check passed: Commit's claim could not take every upload (one
+// expired, or another commit took it first).
+var errClaimLost = errors.New("claim lost: an upload was gone or taken")
+
+// inserted counts the rows a staging batch's INSERT returned.
+type inserted struct {
+	recs     map[uuid.UUID]*Record
+	deadline *time.Time
+	n        int
+}
+
+// queueInsert queues the INSERT of recs (the bytes of an inline one in
+// contents, nil for one in the bucket) and of their activity rows, as one
+// statement, guarded by check; the rows' created_at and expires_at come
+// back into recs. With extra, a further condition over its own parameters
+// from $12 on (args), the statement inserts only when it holds.
+//
+// The statement also inserts nothing once ctx's deadline has passed on
+// the server's clock at the start of the transaction (now()): a batch
+// written into the socket of a frozen Postgres (SIGSTOP, a stalled host)
+// runs when the server resumes, long after its request was answered 503,
+// and must not then store the files a retrying client stages again. (A
+// freeze in the instant between the server's commit and its answer still
+// leaves the outcome unknown; nothing can close that.)
+func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspaceID uuid.UUID, ttl time.Duration,
+	recs []Record, contents [][]byte, extra string, args ...any) *inserted {
+	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs))}
+	if dl, ok := ctx.Deadline(); ok {
+		ins.deadline = &dl
+	}
+	n := len(recs)
+	ids, keys, sizes, sums, names, types := make([]uuid.UUID, n), make([]*string, n), make([]int64, n), make([][]byte, n), make([]string, n), make([]string, n)
+	for i := range recs {
+		r := &recs[i]
+		ids[i], sizes[i], sums[i], names[i], types[i] = r.FileID, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
+		if r.s3Key != "" {
+			keys[i] = &r.s3Key
 		}
-		if !it.inBucket {
-			recs[i].FileID = uuid.New()
-			sum := sha256.Sum256(it.Content)
-			recs[i].SHA256 = sum[:]
-		}
-		if it.inBucket || int64(len(it.Content)) > s.inlineMax() {
-			if s.bucket == nil {
-				return nil, &ItemError{Index: i, Err: ErrNoBucket}
+		ins.recs[r.FileID] = r
+	}
+	if extra != "" {
+		extra = " AND " + extra
+	}
+	b.Queue(`
+		WITH ins AS (
+		    INSERT INTO pending_uploads
+		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
+		    SELECT v.file_id, $1, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
+		           now(), now() + $2::bigint * interval '1 microsecond'
+		    FROM unnest($5::uuid[], $6::bytea[], $7::text[], $8::bigint[], $9::bytea[], $10::text[], $11::text[])
+		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
+		    WHERE ($4::timestamptz IS NULL OR now() <= $4) AND `+check.Guard(3, 1)+extra+`
+		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
+		), activity AS (
+		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
+		    SELECT $1, 'a2a_receive', 'chat_upload_receive', $1, 'chat_upload_receive: ' || filename, 'ok',
+		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
+		                              'uri', 'platform-pending:' || $1::text || '/' || file_id::text)
+		    FROM ins
+		)
+		SELECT file_id, created_at, expires_at FROM ins`,
+		append([]any{workspaceID, ttl.Microseconds(), check.Arg(), ins.deadline, uuidArray(ids), contents, keys, sizes, sums, names, types}, args...)...,
+	).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id uuid.UUID
+			var created, expires time.Time
+			if err := rows.Scan((*[16]byte)(&id), &created, &expires); err != nil {
+				return err
 			}
-			recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
+			if r := ins.recs[id]; r != nil {
+				r.CreatedAt, r.ExpiresAt = created, expires
+				ins.n++
+			}
 		}
-	}
-	return recs, nil
+		return rows.Err()
+	})
+	return ins
 }
-
-// placed returns records naming the objects a commit already placed for
-// items, so that a failure before prepare can discard them.
-func (s *Store) placed(workspaceID uuid.UUID, items []item) []Record {
-	var recs []Record
-	for _, it := range items {
-		if it.inBucket {
-			recs = append(recs, Record{s3Key: objectKey(workspaceID, it.fileID)})
-		}
-	}
-	return recs
-}
-
-// deadlineGuardMark is in the error of the deadline guard, the statement
-// a stage's batch starts with when its context has a deadline
-// (stageBatch.addDeadlineGuard): it fails once that deadline has passed on
-// the server's clock, so that the batch's implicit transaction stores
-// nothing. A batch written into the socket of a frozen Postgres (SIGSTOP,
-// a stalled host) runs when the server resumes, long after its request
-// was answered 503: without the guard it would then commit, and a client
-// retrying the 503 would stage the files twice. (A freeze in the instant
-// between the server's commit and its answer still leaves the outcome
-// unknown; nothing can close that.) The CASE is volatile, so the cast is
-// evaluated only at run time.
-const deadlineGuardMark = "request deadline passed"
 
 // objectConcurrency bounds the parallel writes (or copies) of one batch
 // to the bucket.
 const objectConcurrency = 4
 
-func (s *Store) writeObjects(ctx context.Context, items []item, recs []Record) error {
+// writeObjects writes the bucket-held files of recs; on failure it
+// deletes what it wrote.
+func (s *Store) writeObjects(ctx context.Context, files []File, recs []Record) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(objectConcurrency)
 	for i := range recs {
-		if recs[i].s3Key == "" || items[i].inBucket {
+		if recs[i].s3Key == "" {
 			continue
 		}
-		it, key := items[i], recs[i].s3Key
+		f, key := files[i], recs[i].s3Key
 		g.Go(func() error {
-			if err := s.bucket.Put(gctx, key, it.Content, it.Mimetype); err != nil {
+			if err := s.bucket.Put(gctx, key, f.Content, f.Mimetype); err != nil {
 				return wrap(fmt.Sprintf("stage: file %d: write object", i), err)
 			}
 			return nil
@@ -203,7 +223,7 @@ func (s *Store) writeObjects(ctx context.Context, items []item, recs []Record) e
 
 // discard deletes, best-effort, the objects written for recs whose rows
 // did not commit. It runs even when ctx is already cancelled (bounded by
-// CleanupBudget); the bucket's lifecycle rule removes what it misses.
+// CleanupBudget); the sweep removes what it misses.
 func (s *Store) discard(ctx context.Context, recs []Record) {
 	if s.bucket == nil {
 		return
@@ -232,35 +252,13 @@ const CleanupBudget = 2 * time.Second
 // have committed: the connection broke or the deadline passed after the
 // COMMIT was sent. Only when the server said no, or the COMMIT never left,
 // is it certain that nothing was stored, and objects written for the rows
-// may be discarded; otherwise they must stay (the lifecycle rule removes
-// them if the rows indeed did not commit).
+// may be discarded; otherwise they must stay.
 func commitOutcomeUnknown(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 		return false
 	}
 	return true
-}
-
-func validate(items []item, fileCap int64) error {
-	if len(items) > MaxBatch {
-		return ErrTooManyItems
-	}
-	for i, it := range items {
-		var err error
-		switch {
-		case it.inBucket && it.Content != nil:
-			err = errors.New("both content and an object in the bucket")
-		case it.inBucket && (it.fileID == uuid.Nil || len(it.sha256) != sha256.Size):
-			err = errors.New("object in the bucket without its file ID or SHA-256")
-		default:
-			err = validateFile(it.length(), it.Filename, fileCap)
-		}
-		if err != nil {
-			return &ItemError{Index: i, Err: err}
-		}
-	}
-	return nil
 }
 
 // validateFile checks one file's size and name against the cap and the
@@ -277,4 +275,22 @@ func validateFile(size int64, filename string, fileCap int64) error {
 		return ErrFilenameTooLong
 	}
 	return nil
+}
+
+// check returns the check of id for a call on workspaceID.
+func (s *Store) check(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID) (*auth.Check, error) {
+	c, err := s.tokens.For(ctx, id, workspaceID)
+	if err != nil {
+		return nil, wrap("token check", err)
+	}
+	return c, nil
+}
+
+// tokenError passes a token's refusal through as it is, and wraps a
+// failed look-up.
+func tokenError(err error) error {
+	if errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed) {
+		return err
+	}
+	return wrap("token check", err)
 }

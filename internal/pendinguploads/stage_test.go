@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
@@ -33,7 +34,7 @@ func TestStageRoundTrip(t *testing.T) {
 	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != pendinguploads.DefaultTTL {
 		t.Fatalf("expires_at - created_at: got %v, want %v", got, pendinguploads.DefaultTTL)
 	}
-	got, err := s.Fetch(ctx, nil, ws, rec.FileID)
+	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestStageValidationBeforeDatabase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s, pool, tr := openTraced(t)
-			_, err := s.Stage(context.Background(), nil, uuid.New(), c.items)
+			_, err := s.Stage(context.Background(), auth.AdminIdentity(), uuid.New(), c.items)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
@@ -95,7 +96,7 @@ func TestStageValidationBeforeDatabase(t *testing.T) {
 		for i := range items {
 			items[i] = good
 		}
-		if _, err := s.Stage(context.Background(), nil, uuid.New(), items); !errors.Is(err, pendinguploads.ErrTooManyItems) {
+		if _, err := s.Stage(context.Background(), auth.AdminIdentity(), uuid.New(), items); !errors.Is(err, pendinguploads.ErrTooManyItems) {
 			t.Fatalf("got %v, want ErrTooManyItems", err)
 		}
 		if tr.total() != 0 {
@@ -123,7 +124,7 @@ func TestStageOneStatement(t *testing.T) {
 	for i := range items {
 		items[i] = pendinguploads.File{Content: []byte(fmt.Sprintf("file %d", i)), Filename: fmt.Sprintf("f%02d.txt", i)}
 	}
-	recs, err := s.Stage(context.Background(), nil, ws, items)
+	recs, err := s.Stage(context.Background(), auth.AdminIdentity(), ws, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestStageRollsBackOnRowK(t *testing.T) {
 				items[i] = pendinguploads.File{Content: []byte("x"), Filename: fmt.Sprintf("f%d", i)}
 			}
 			items[k].Filename = "bad\x00name"
-			if _, err := s.Stage(context.Background(), nil, uuid.New(), items); err == nil {
+			if _, err := s.Stage(context.Background(), auth.AdminIdentity(), uuid.New(), items); err == nil {
 				t.Fatal("batch with a NUL byte accepted")
 			}
 			if n := countRows(t, pool, "pending_uploads"); n != 0 {
@@ -171,7 +172,7 @@ func TestStageWritesActivityRows(t *testing.T) {
 	ctx := context.Background()
 	ws := uuid.New()
 	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-	recs, err := s.Stage(ctx, nil, ws, items)
+	recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestStageOneRoundTrip(t *testing.T) {
 	s, pool, tr := openTraced(t)
 	ctx := context.Background()
 	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-	if _, err := s.Stage(ctx, nil, uuid.New(), items); err != nil {
+	if _, err := s.Stage(ctx, auth.AdminIdentity(), uuid.New(), items); err != nil {
 		t.Fatal(err)
 	}
 	if tr.count("INSERT INTO pending_uploads") != 1 || tr.count("INSERT INTO activity_logs") != 1 || tr.count("begin") != 0 {
@@ -210,7 +211,7 @@ func TestStageOneRoundTrip(t *testing.T) {
 			tr.count("INSERT INTO pending_uploads"), tr.count("INSERT INTO activity_logs"), tr.count("begin"))
 	}
 	mustExec(t, pool, `ALTER TABLE activity_logs ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`)
-	if _, err := s.Stage(ctx, nil, uuid.New(), items); err == nil {
+	if _, err := s.Stage(ctx, auth.AdminIdentity(), uuid.New(), items); err == nil {
 		t.Fatal("stage with refused activity rows succeeded")
 	}
 	if n := countRows(t, pool, "pending_uploads"); n != 2 {
@@ -248,7 +249,7 @@ func (staleDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.
 func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 	s, pool := open(t)
 	items := []pendinguploads.File{{Content: []byte("a"), Filename: "a"}, {Content: []byte("b"), Filename: "b"}}
-	_, err := s.Stage(staleDeadline{context.Background()}, nil, uuid.New(), items)
+	_, err := s.Stage(staleDeadline{context.Background()}, auth.AdminIdentity(), uuid.New(), items)
 	if !pendinguploads.IsUnavailable(err) {
 		t.Fatalf("stage after the deadline: got %v, want an unavailable error", err)
 	}
@@ -257,7 +258,7 @@ func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.Stage(ctx, nil, uuid.New(), items); err != nil {
+	if _, err := s.Stage(ctx, auth.AdminIdentity(), uuid.New(), items); err != nil {
 		t.Fatalf("stage within its deadline: %v", err)
 	}
 }
@@ -273,16 +274,16 @@ func TestStageInExecMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil)
+			s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
 			ctx := context.Background()
 			ws := uuid.New()
 			files := []pendinguploads.File{{Content: []byte{0, 1, 2, 0xff}, Filename: "a.bin"}, {Content: []byte("b"), Filename: "b \"quoted\" 'name'.txt", Mimetype: "text/plain"}}
-			recs, err := s.Stage(ctx, nil, ws, files)
+			recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, files)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, rec := range recs {
-				got, err := s.Fetch(ctx, nil, ws, rec.FileID)
+				got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
 				if err != nil || !bytes.Equal(got.Inline(), files[i].Content) || got.Filename != files[i].Filename || got.CreatedAt.IsZero() {
 					t.Fatalf("file %d: %+v, %v", i, got, err)
 				}

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
@@ -31,16 +31,14 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-	// Acquire lends one connection: a stage's batch goes on it below
-	// pgx's parameter encoding (stagebatch.go).
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
 // Store is the pending_uploads table, and the bucket of large files when
 // there is one. Set the optional fields before first use; the Store is
 // then safe for concurrent use.
 type Store struct {
-	db DB
+	db     DB
+	tokens *auth.Tokens
 	// bucket, when set, holds files larger than InlineMaxBytes and takes
 	// presigned uploads. Nil keeps every file inline in Postgres.
 	bucket Bucket
@@ -58,10 +56,11 @@ type Store struct {
 	SweepBatch int
 }
 
-// New returns a Store over db and, unless bucket is nil, that bucket. It
-// does no I/O.
-func New(db DB, bucket Bucket) *Store {
-	return &Store{db: db, bucket: bucket}
+// New returns a Store over db and, unless bucket is nil, that bucket,
+// checking the identities its calls act for through tokens (over the same
+// database). It does no I/O.
+func New(db DB, bucket Bucket, tokens *auth.Tokens) *Store {
+	return &Store{db: db, bucket: bucket, tokens: tokens}
 }
 
 // Presigns reports whether the Store has a bucket, and so offers
@@ -111,4 +110,15 @@ func objectKey(workspaceID, fileID uuid.UUID) string {
 // removes staging objects that are never committed.
 func stagingKey(workspaceID, uploadID uuid.UUID) string {
 	return fmt.Sprintf("staging/%s/%s", workspaceID, uploadID)
+}
+
+// uuidArray is ids as text, which pgx encodes for a uuid[] parameter in
+// every query mode: it cannot encode a slice of uuid.UUID unprepared
+// (exec mode, as behind RDS Proxy) nor in the simple protocol.
+func uuidArray(ids []uuid.UUID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
 }

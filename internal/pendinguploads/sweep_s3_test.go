@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -77,7 +78,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 			ctx := context.Background()
 			db := &faultyDB{Pool: pgtest.MustOpen(t)}
 			blobs := &faultyBlobs{Bucket: s3blobs.NewFromClient(client, bucket)}
-			s := pendinguploads.New(db, blobs)
+			s := pendinguploads.New(db, blobs, auth.NewTokens(db))
 			s.InlineMaxBytes = 1
 			ws := uuid.New()
 			var keys []string
@@ -90,7 +91,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 					t.Fatal("row kept inline, want the bucket")
 				}
 				keys = append(keys, rec.Key())
-				if _, err := s.Ack(ctx, nil, ws, rec.FileID); err != nil {
+				if _, err := s.Ack(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -111,7 +112,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 				}
 			}
 			// Whatever is left is invisible: acked rows are never served.
-			if recs, _, err := s.List(ctx, nil, ws, 10, nil); err != nil || len(recs) != 1 || recs[0].FileID != live.FileID {
+			if recs, _, err := s.List(ctx, auth.AdminIdentity(), ws, 10, nil); err != nil || len(recs) != 1 || recs[0].FileID != live.FileID {
 				t.Fatalf("visible after the failed sweep: %v, %v", recs, err)
 			}
 

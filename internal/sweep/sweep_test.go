@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/google/uuid"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // the same on its line.
 func TestRunReportsBacklog(t *testing.T) {
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool, nil)
+	s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
 	ctx := context.Background()
 	ws := uuid.New()
 	var wantBytes int64
@@ -36,7 +37,7 @@ func TestRunReportsBacklog(t *testing.T) {
 		`expires_at = now() - interval '1 second'`, // swept as expired
 		`acked_at = now() - interval '2 hours'`,    // swept as acked
 	} {
-		recs, err := s.Stage(ctx, nil, ws, []pendinguploads.File{{Content: bytes.Repeat([]byte("x"), 10+i), Filename: "f.txt", Mimetype: "text/plain"}})
+		recs, err := s.Stage(ctx, auth.AdminIdentity(), ws, []pendinguploads.File{{Content: bytes.Repeat([]byte("x"), 10+i), Filename: "f.txt", Mimetype: "text/plain"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -191,7 +191,7 @@ func CheckUnavailable(b []byte) string {
 		return fmt.Sprintf("code %q, want unavailable", e.Code)
 	}
 	switch e.Error {
-	case "storage unavailable, retry shortly", "datastore unavailable, retry shortly":
+	case "storage unavailable, retry shortly":
 		return ""
 	}
 	return fmt.Sprintf("error %q", e.Error)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -22,40 +23,39 @@ func mintToken(t *testing.T, pool *pgxpool.Pool, ws uuid.UUID, token string) []b
 	return sum[:]
 }
 
-// TestCallerCheckedInTheSameRoundTrip: with a workspace token, each call
+// TestTokenCheckedInTheSameRoundTrip: with a workspace token, each call
 // checks the token in the round trip that does its work: one round trip
 // (a statement alone, or a batch) for list, fetch, ack, stage and
 // presign's record, and nothing read or written for a token that is
 // unknown, revoked, or another workspace's.
-func TestCallerCheckedInTheSameRoundTrip(t *testing.T) {
+func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 	s, pool, tr := openTraced(t)
 	ctx := context.Background()
 	ws, other := uuid.New(), uuid.New()
-	good := mintToken(t, pool, ws, "pu_good-token-of-ws")
-	foreign := mintToken(t, pool, other, "pu_token-of-other")
+	mintToken(t, pool, ws, "pu_good-token-of-ws")
+	mintToken(t, pool, other, "pu_token-of-other")
 	revoked := mintToken(t, pool, ws, "pu_revoked-token")
 	mustExec(t, pool, `UPDATE workspace_auth_tokens SET revoked_at = now() WHERE token_hash = $1`, revoked)
-	unknown := sha256.Sum256([]byte("pu_never-minted"))
 	// Fresh stamps: steady state, no stamp due.
 	mustExec(t, pool, `UPDATE workspace_auth_tokens SET last_used_at = now()`)
 
 	file := mustStage(t, s, ws, "a.txt")
-	mine := func() *pendinguploads.Caller { return &pendinguploads.Caller{TokenHash: good} }
+	mine := func() *auth.Identity { return auth.TokenIdentity("pu_good-token-of-ws") }
 
-	calls := map[string]func(c *pendinguploads.Caller) error{
-		"List": func(c *pendinguploads.Caller) error {
+	calls := map[string]func(c *auth.Identity) error{
+		"List": func(c *auth.Identity) error {
 			_, _, err := s.List(ctx, c, ws, 10, nil)
 			return err
 		},
-		"Fetch": func(c *pendinguploads.Caller) error {
+		"Fetch": func(c *auth.Identity) error {
 			_, err := s.Fetch(ctx, c, ws, file.FileID)
 			return err
 		},
-		"Stage": func(c *pendinguploads.Caller) error {
+		"Stage": func(c *auth.Identity) error {
 			_, err := s.Stage(ctx, c, ws, []pendinguploads.File{{Content: []byte("x"), Filename: "x.txt"}})
 			return err
 		},
-		"Ack": func(c *pendinguploads.Caller) error {
+		"Ack": func(c *auth.Identity) error {
 			_, err := s.Ack(ctx, c, ws, file.FileID)
 			return err
 		},
@@ -64,16 +64,16 @@ func TestCallerCheckedInTheSameRoundTrip(t *testing.T) {
 		call := calls[name]
 		t.Run(name, func(t *testing.T) {
 			for _, bad := range []struct {
-				name string
-				hash []byte
-				want error
+				name  string
+				token string
+				want  error
 			}{
-				{"Unknown", unknown[:], pendinguploads.ErrTokenInvalid},
-				{"Revoked", revoked, pendinguploads.ErrTokenInvalid},
-				{"OtherWorkspace", foreign, pendinguploads.ErrTokenNotForWorkspace},
+				{"Unknown", "pu_never-minted", auth.ErrInvalid},
+				{"Revoked", "pu_revoked-token", auth.ErrInvalid},
+				{"OtherWorkspace", "pu_token-of-other", auth.ErrNotAllowed},
 			} {
 				rows, acked, fetched := countRows(t, pool, "pending_uploads"), ackedCount(t, pool, file.FileID), fetchedAt(t, pool, file.FileID)
-				if err := call(&pendinguploads.Caller{TokenHash: bad.hash}); !errors.Is(err, bad.want) {
+				if err := call(auth.TokenIdentity(bad.token)); !errors.Is(err, bad.want) {
 					t.Fatalf("%s: got %v, want %v", bad.name, err, bad.want)
 				}
 				if countRows(t, pool, "pending_uploads") != rows || ackedCount(t, pool, file.FileID) != acked ||
@@ -90,8 +90,8 @@ func TestCallerCheckedInTheSameRoundTrip(t *testing.T) {
 			if n := tr.trips.Load(); n != 1 {
 				t.Fatalf("round trips: got %d, want 1", n)
 			}
-			if c.Token == nil || c.Token.WorkspaceID != ws || c.Token.Stale {
-				t.Fatalf("token found: got %+v", c.Token)
+			if c.Kind != auth.Workspace || c.WorkspaceID != ws || c.TokenPrefix != "pu_goo" {
+				t.Fatalf("identity: got %+v", c)
 			}
 		})
 	}

@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// MaxTokenBytes is the longest bearer token looked up; a longer one is
+// ErrInvalid without a query.
+const MaxTokenBytes = 512
+
+// Errors of Identify besides ErrInvalid and ErrSessionUnavailable.
+var (
+	// ErrMissing: no bearer token (only the Bearer scheme counts), and no
+	// session cookie that this deployment checks.
+	ErrMissing = errors.New("auth: missing credentials")
+	// ErrForeignOrigin: a session cookie on a request that another site's
+	// page may have made (cross-site request forgery): its Origin is not
+	// one of this service's, or, without an Origin, Sec-Fetch-Site is not
+	// same-origin.
+	ErrForeignOrigin = errors.New("auth: session cookie from a foreign origin")
+)
+
+// Authenticator identifies the caller of a request. It is safe for
+// concurrent use.
+type Authenticator struct {
+	tokens    *Tokens
+	adminHash [sha256.Size]byte
+
+	// Sessions, when set, lets a request without a bearer act with the
+	// control plane's session cookie; nil: cookies are ignored.
+	Sessions *Sessions
+	// Origins are the pages' origins a cookie-authenticated request may
+	// come from: the CORS origins and the service's public origin (from
+	// the configuration: behind an edge, Host and X-Forwarded-* cannot
+	// tell it).
+	Origins []string
+}
+
+// NewAuthenticator returns an Authenticator for adminToken (which must not
+// be empty), looking bearer tokens up through tokens.
+func NewAuthenticator(tokens *Tokens, adminToken string) (*Authenticator, error) {
+	if adminToken == "" {
+		return nil, errors.New("auth: empty admin token")
+	}
+	return &Authenticator{tokens: tokens, adminHash: sha256.Sum256([]byte(adminToken))}, nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header, or "" for any other value (another scheme counts as none).
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// Identify tells who r acts as, in the platform's order. A bearer token
+// is the admin's (a constant-time compare of digests, no I/O), or a
+// Bearer identity whose token is looked up later (by the store call that
+// serves the request, or Verify); one too long to be any is ErrInvalid.
+// Without a bearer, a Cookie is a session when Sessions is set: a
+// request from a foreign origin is ErrForeignOrigin, before the control
+// plane is asked; a refused cookie ErrInvalid; a control plane without a
+// verdict ErrSessionUnavailable. Otherwise ErrMissing.
+func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
+	if tok := BearerToken(r); tok != "" {
+		// Hash first, then compare fixed-size digests in constant time: the
+		// comparison leaks nothing about the admin token, not even its length.
+		id := TokenIdentity(tok)
+		if subtle.ConstantTimeCompare(id.hash, a.adminHash[:]) == 1 {
+			return AdminIdentity(), nil
+		}
+		if len(tok) > MaxTokenBytes {
+			return nil, ErrInvalid
+		}
+		return id, nil
+	}
+	cookies := r.Header.Values("Cookie")
+	if a.Sessions == nil || len(cookies) == 0 {
+		return nil, ErrMissing
+	}
+	if !a.sameSite(r) {
+		return nil, ErrForeignOrigin
+	}
+	userID, err := a.Sessions.Verify(r.Context(), strings.Join(cookies, "; "))
+	if err != nil {
+		return nil, err
+	}
+	return &Identity{Kind: Session, UserID: userID}, nil
+}
+
+// sameSite reports whether a cookie-carrying request came from one of
+// the service's own pages: its Origin is listed, or it has no Origin
+// (browsers send none on a same-origin GET) and Sec-Fetch-Site says
+// same-origin or is absent (not a browser, which cannot be made to send
+// a victim's cookie).
+func (a *Authenticator) sameSite(r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" || len(r.Header.Values("Origin")) > 0 {
+		return slices.Contains(a.Origins, origin)
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin":
+		return true
+	}
+	return false
+}
+
+// Verify looks a Bearer identity up on its own (see Tokens.Verify).
+func (a *Authenticator) Verify(ctx context.Context, id *Identity, ws *uuid.UUID) error {
+	return a.tokens.Verify(ctx, id, ws)
+}
+
+// StampIfDue stamps a found token's last_used_at when due (see
+// Tokens.StampIfDue).
+func (a *Authenticator) StampIfDue(ctx context.Context, id *Identity) {
+	a.tokens.StampIfDue(ctx, id)
+}
