@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	)
+)
 
 // TokenPrefix starts every workspace token CreateToken mints, so a leaked
 // one is easy to recognise (and to scan for). Tokens minted elsewhere (the

@@ -49,8 +49,11 @@ func TestDocumentValidates(t *testing.T) {
 	if s, ok := doc.Components.SecuritySchemes["bearer"]; !ok || s.Value.Type != "http" || s.Value.Scheme != "bearer" {
 		t.Errorf("components.securitySchemes.bearer: want an http bearer scheme")
 	}
-	if len(doc.Security) != 1 || doc.Security[0]["bearer"] == nil {
-		t.Errorf("security: got %v, want the bearer scheme on every operation by default", doc.Security)
+	if s, ok := doc.Components.SecuritySchemes["session"]; !ok || s.Value.Type != "apiKey" || s.Value.In != "cookie" {
+		t.Errorf("components.securitySchemes.session: want a cookie scheme")
+	}
+	if len(doc.Security) != 2 || doc.Security[0]["bearer"] == nil || doc.Security[1]["session"] == nil {
+		t.Errorf("security: got %v, want the bearer scheme or the session cookie on every operation by default", doc.Security)
 	}
 }
 
@@ -96,11 +99,11 @@ func TestPathsAreRoutes(t *testing.T) {
 func TestStatusesDeclared(t *testing.T) {
 	doc := loadDocument(t)
 	want := map[string][]string{
-		"POST /workspaces/{workspaceId}/chat/uploads":                    {"200", "400", "401", "404", "405", "409", "413", "500", "503"},
-		"POST /workspaces/{workspaceId}/chat/uploads/presign":            {"200", "400", "401", "404", "405", "413", "500", "503"},
-		"GET /workspaces/{workspaceId}/pending-uploads":                  {"200", "400", "401", "405", "500", "503"},
-		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content": {"200", "206", "307", "400", "401", "404", "405", "416", "500", "503"},
-		"POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack":    {"200", "400", "401", "404", "405", "500", "503"},
+		"POST /workspaces/{workspaceId}/chat/uploads":                    {"200", "400", "401", "403", "404", "405", "409", "413", "500", "503"},
+		"POST /workspaces/{workspaceId}/chat/uploads/presign":            {"200", "400", "401", "403", "404", "405", "413", "500", "503"},
+		"GET /workspaces/{workspaceId}/pending-uploads":                  {"200", "400", "401", "403", "405", "500", "503"},
+		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content": {"200", "206", "307", "400", "401", "403", "404", "405", "416", "500", "503"},
+		"POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack":    {"200", "400", "401", "403", "404", "405", "500", "503"},
 		"GET /uploads/limits": {"200", "405"},
 		"OPTIONS /workspaces/{workspaceId}/pending-uploads/{fileId}/content": {"204"},
 	}

@@ -22,6 +22,13 @@ func platformWorkspace(t *testing.T, srv *apptest.Server) (uuid.UUID, string) {
 	t.Helper()
 	ws := uuid.New()
 	sqlExec(t, srv, `INSERT INTO workspaces (id, name) VALUES ($1, 'platform workspace')`, ws)
+	return platformWorkspaceIn(t, srv, ws)
+}
+
+// platformWorkspaceIn mints a token the platform's way for the platform
+// workspace ws.
+func platformWorkspaceIn(t *testing.T, srv *apptest.Server, ws uuid.UUID) (uuid.UUID, string) {
+	t.Helper()
 	var raw [32]byte
 	rand.Read(raw[:])
 	tok := base64.RawURLEncoding.EncodeToString(raw[:])
