@@ -48,7 +48,7 @@ func HTTP(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (
 
 // request turns a REST API proxy event into the request h serves. API
 // Gateway has already split the query string into parameters (decoded),
-// so it is rebuilt from them.
+// so it is rebuilt from them; the path is the route's (see routePath).
 func request(ctx context.Context, ev events.APIGatewayProxyRequest) (*http.Request, error) {
 	body := []byte(ev.Body)
 	if ev.IsBase64Encoded {
@@ -66,7 +66,8 @@ func request(ctx context.Context, ev events.APIGatewayProxyRequest) (*http.Reque
 			q.Set(k, v)
 		}
 	}
-	u := &url.URL{Path: ev.Path, RawQuery: q.Encode()}
+	u := routePath(ev)
+	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, strings.ToUpper(ev.HTTPMethod), u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
@@ -86,6 +87,32 @@ func request(ctx context.Context, ev events.APIGatewayProxyRequest) (*http.Reque
 	req.RemoteAddr = ev.RequestContext.Identity.SourceIP
 	req.RequestURI = u.RequestURI()
 	return req, nil
+}
+
+// routePath is the path the handlers route by: the event's resource (the
+// route's template, "/workspaces/{workspaceId}/pending-uploads") with
+// its path parameters put back, escaped. The event's path is not it
+// behind a custom domain, whose base path mapping puts the base path in
+// front ("/uploads/workspaces/…"). An event without a resource, or
+// missing one of its parameters, keeps its path.
+func routePath(ev events.APIGatewayProxyRequest) *url.URL {
+	if ev.Resource == "" {
+		return &url.URL{Path: ev.Path}
+	}
+	segs := strings.Split(ev.Resource, "/")
+	raw := make([]string, len(segs))
+	for i, seg := range segs {
+		raw[i] = seg
+		if !strings.HasPrefix(seg, "{") || !strings.HasSuffix(seg, "}") {
+			continue
+		}
+		v, ok := ev.PathParameters[strings.TrimSuffix(strings.Trim(seg, "{}"), "+")]
+		if !ok {
+			return &url.URL{Path: ev.Path}
+		}
+		segs[i], raw[i] = v, url.PathEscape(v)
+	}
+	return &url.URL{Path: strings.Join(segs, "/"), RawPath: strings.Join(raw, "/")}
 }
 
 // bufferedWriter collects an answer for HTTP.

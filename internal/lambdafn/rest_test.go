@@ -140,3 +140,40 @@ func TestStreamAbort(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteByResource: behind a custom domain the event's path carries
+// the base path mapping's prefix; the handler sees the route's path, the
+// resource with its (escaped) parameters, whatever the event's path.
+func TestRouteByResource(t *testing.T) {
+	var got *http.Request
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r })
+	for _, c := range []struct {
+		name       string
+		ev         events.APIGatewayProxyRequest
+		path, want string // want: the escaped path
+	}{
+		{"BasePath", events.APIGatewayProxyRequest{
+			Resource: "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", Path: "/uploads/workspaces/w/pending-uploads/f/content",
+			PathParameters: map[string]string{"workspaceId": "w", "fileId": "f"},
+		}, "/workspaces/w/pending-uploads/f/content", "/workspaces/w/pending-uploads/f/content"},
+		{"EscapedParameter", events.APIGatewayProxyRequest{
+			Resource: "/workspaces/{workspaceId}/pending-uploads", Path: "/v2/workspaces/a%2Fb/pending-uploads",
+			PathParameters: map[string]string{"workspaceId": "a/b"},
+		}, "/workspaces/a/b/pending-uploads", "/workspaces/a%2Fb/pending-uploads"},
+		{"NoResource", events.APIGatewayProxyRequest{Path: "/workspaces/w/pending-uploads"},
+			"/workspaces/w/pending-uploads", "/workspaces/w/pending-uploads"},
+		{"MissingParameter", events.APIGatewayProxyRequest{
+			Resource: "/workspaces/{workspaceId}/pending-uploads", Path: "/workspaces/w/pending-uploads",
+		}, "/workspaces/w/pending-uploads", "/workspaces/w/pending-uploads"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.ev.HTTPMethod = "GET"
+			if _, err := lambdafn.HTTP(h)(context.Background(), c.ev); err != nil {
+				t.Fatal(err)
+			}
+			if got.URL.Path != c.path || got.URL.EscapedPath() != c.want {
+				t.Errorf("path: got %q (escaped %q), want %q (%q)", got.URL.Path, got.URL.EscapedPath(), c.path, c.want)
+			}
+		})
+	}
+}
