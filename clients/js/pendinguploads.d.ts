@@ -85,10 +85,15 @@ export declare function getLimits(api: string, options?: RequestOptions): Promis
 /**
  * Stages files for workspaceId: small ones together as multipart, large
  * ones through presign, a PUT to the bucket and a commit.
+ *
+ * token is a bearer token (admin, org or workspace), or null for session
+ * mode: the page's control-plane session cookie goes with every request
+ * to the service instead (credentials "include"), as the canvas sends it
+ * in production. The same holds for downloadFile and ack.
  */
 export declare function uploadFiles(
   api: string,
-  token: string,
+  token: string | null,
   workspaceId: string,
   files: Iterable<File | Blob> | ArrayLike<File | Blob>,
   options?: UploadOptions,
@@ -105,7 +110,7 @@ export interface DownloadedFile {
 
 export declare function downloadFile(
   api: string,
-  token: string,
+  token: string | null,
   workspaceId: string,
   fileId: string,
   options?: { signal?: AbortSignal },
@@ -113,7 +118,7 @@ export declare function downloadFile(
 
 export declare function ack(
   api: string,
-  token: string,
+  token: string | null,
   workspaceId: string,
   fileId: string,
   options?: RequestOptions,

@@ -143,13 +143,22 @@ function httpError(op, status, text) {
   return new PendingUploadsError(`${op}: ${msg}`, { status, body, code: "http" });
 }
 
-// request sends one fetch and returns the Response when it is 2xx.
-async function request(op, url, { method = "GET", headers = {}, body, signal, timeoutMs = JSON_TIMEOUT_MS }) {
+// authHeaders is a bearer token's Authorization header, or none in
+// session mode (token null or ""): the page's session cookie is the
+// credential then, sent with credentials "include" (the service's CORS
+// allows them for its listed origins).
+function authHeaders(token) {
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+// request sends one fetch and returns the Response when it is 2xx. With
+// session, the browser's cookies go with it.
+async function request(op, url, { method = "GET", headers = {}, body, signal, timeoutMs = JSON_TIMEOUT_MS, session = false }) {
   throwIfAborted(op, signal);
   const l = linked(signal, timeoutMs);
   let resp;
   try {
-    resp = await fetch(url, { method, headers, body, signal: l.signal, redirect: "follow", credentials: "omit" });
+    resp = await fetch(url, { method, headers, body, signal: l.signal, redirect: "follow", credentials: session ? "include" : "omit" });
   } catch (err) {
     l.done();
     if (signal && signal.aborted) throw abortedError(op, signal);
@@ -189,7 +198,7 @@ function forbiddenHeader(name) {
 // xhrSend sends body with XMLHttpRequest, the only browser API that
 // reports upload progress. It resolves with the status and text of any
 // answer; it rejects only when no answer arrived.
-function xhrSend(op, { method, url, headers, body, signal, timeoutMs, onUploadProgress }) {
+function xhrSend(op, { method, url, headers, body, signal, timeoutMs, onUploadProgress, session = false }) {
   return new Promise((resolve, reject) => {
     if (signal && signal.aborted) return reject(abortedError(op, signal));
     const x = new XMLHttpRequest();
@@ -198,6 +207,7 @@ function xhrSend(op, { method, url, headers, body, signal, timeoutMs, onUploadPr
       if (signal) signal.removeEventListener("abort", onAbort);
     };
     x.open(method, url);
+    x.withCredentials = session;
     for (const [k, v] of Object.entries(headers || {})) {
       if (!forbiddenHeader(k)) x.setRequestHeader(k, v);
     }
@@ -469,7 +479,8 @@ async function presign(api, token, workspaceId, files, { signal, attempts }) {
   const v = await withRetries(op, attempts, signal, () =>
     requestJSON(op, wsURL(api, workspaceId, "chat", "uploads", "presign"), {
       method: "POST",
-      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      headers: { ...authHeaders(token), "Content-Type": "application/json" },
+      session: !token,
       body,
       signal,
     }),
@@ -509,7 +520,8 @@ async function postMultipart(api, token, workspaceId, files, { signal, onBodyPro
   const r = await xhrSend(op, {
     method: "POST",
     url: wsURL(api, workspaceId, "chat", "uploads"),
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": `multipart/form-data; boundary=${boundary}` },
+    headers: { ...authHeaders(token), "Content-Type": `multipart/form-data; boundary=${boundary}` },
+    session: !token,
     body: new Blob(mb.parts),
     signal,
     timeoutMs: MULTIPART_TIMEOUT_MS,
@@ -527,7 +539,8 @@ async function commit(api, token, workspaceId, ids, { signal, attempts }) {
   const v = await withRetries(op, attempts, signal, () =>
     requestJSON(op, wsURL(api, workspaceId, "chat", "uploads"), {
       method: "POST",
-      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      headers: { ...authHeaders(token), "Content-Type": "application/json" },
+      session: !token,
       body: JSON.stringify({ files: ids.map((id) => ({ upload_id: id })) }),
       signal,
     }),
@@ -567,7 +580,8 @@ function base64ToHex(b64) {
 export async function downloadFile(api, token, workspaceId, fileId, { signal } = {}) {
   const op = "download";
   const r = await request(op, wsURL(api, workspaceId, "pending-uploads", fileId, "content"), {
-    headers: { Authorization: `Bearer ${token}` },
+    headers: authHeaders(token),
+    session: !token,
     signal,
     timeoutMs: DOWNLOAD_TIMEOUT_MS,
   });
@@ -605,7 +619,8 @@ export async function ack(api, token, workspaceId, fileId, { signal, attempts } 
   return withRetries(op, attempts, signal, () =>
     requestJSON(op, wsURL(api, workspaceId, "pending-uploads", fileId, "ack"), {
       method: "POST",
-      headers: { Authorization: `Bearer ${token}` },
+      headers: authHeaders(token),
+      session: !token,
       signal,
     }),
   );

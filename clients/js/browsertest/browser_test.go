@@ -248,6 +248,9 @@ type step struct {
 	Page string `json:"page"`
 	Fn   string `json:"fn"`
 	Args any    `json:"args"`
+	// Cookies, when set, are the browser's only cookies for the step:
+	// [{name, value, url}].
+	Cookies any `json:"cookies,omitempty"`
 }
 
 type fileSpec struct {
@@ -322,9 +325,18 @@ type driveResults struct {
 	UserAgent string        `json:"userAgent"`
 }
 
-// drive runs testdata/drive.mjs: Chromium opens each step's page and
-// calls the harness; the results come back as JSON.
+// drive runs testdata/drive.mjs (driveSteps) and decodes the results.
 func drive(t *testing.T, node, chromium string, steps []step) driveResults {
+	t.Helper()
+	var res driveResults
+	decodeSteps(t, driveSteps(t, node, chromium, steps), &res)
+	t.Logf("browser: %s", res.UserAgent)
+	return res
+}
+
+// driveSteps runs testdata/drive.mjs: Chromium opens each step's page and
+// calls the harness; the results come back as one JSON object, by step.
+func driveSteps(t *testing.T, node, chromium string, steps []step) []byte {
 	t.Helper()
 	cfg, err := json.Marshal(map[string]any{"chromium": chromium, "steps": steps})
 	if err != nil {
@@ -347,12 +359,16 @@ func drive(t *testing.T, node, chromium string, steps []step) driveResults {
 	if err != nil {
 		t.Fatalf("drive.mjs: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
 	}
-	var res driveResults
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("drive.mjs output: %v\n%s", err, stdout.Bytes())
+	t.Logf("browser run: %d steps in %s", len(steps), time.Since(start).Round(time.Millisecond))
+	return stdout.Bytes()
+}
+
+// decodeSteps decodes driveSteps' output into v.
+func decodeSteps(t *testing.T, out []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("drive.mjs output: %v\n%s", err, out)
 	}
-	t.Logf("browser run: %s in %s", res.UserAgent, time.Since(start).Round(time.Millisecond))
-	return res
 }
 
 func count(t *testing.T, srv *apptest.Server, query string, ws uuid.UUID) int {

@@ -35,12 +35,13 @@ type Server struct {
 	down    atomic.Bool
 	mu      sync.Mutex
 	members map[string]string // session value → user id
+	callsBy map[string]int    // session value → checks answered
 }
 
 // Start starts a stand-in for the tenant slug; it stops at cleanup.
 func Start(tb testing.TB, slug string) *Server {
 	tb.Helper()
-	s := &Server{Slug: slug, members: map[string]string{}}
+	s := &Server{Slug: slug, members: map[string]string{}, callsBy: map[string]int{}}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(hs.Close)
 	s.URL = hs.URL
@@ -59,6 +60,13 @@ func (s *Server) SetDown(down bool) { s.down.Store(down) }
 
 // Calls is how many checks the stand-in answered.
 func (s *Server) Calls() int64 { return s.calls.Load() }
+
+// CallsFor is how many checks of the session value it answered.
+func (s *Server) CallsFor(session string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callsBy[session]
+}
 
 // Env is the service's settings that point at the stand-in.
 func (s *Server) Env() map[string]string {
@@ -82,6 +90,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	user, member := s.members[c.Value]
+	s.callsBy[c.Value]++
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	switch {

@@ -1,7 +1,9 @@
 // Drives headless Chromium (the system's, never a downloaded one) through
 // playwright-core: opens each step's page, calls window.harness[fn](args)
 // and prints {stepName: result} as one JSON line on stdout. Its one
-// argument is a JSON object {chromium, steps:[{name, page, fn, args}]}.
+// argument is a JSON object {chromium, steps:[{name, page, fn, args,
+// cookies}]}: a step with cookies ([{name, value, url}]) runs with
+// exactly those in the browser, as a signed-in user's would be.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -39,6 +41,10 @@ try {
   });
   const results = {};
   for (const step of cfg.steps) {
+    if (step.cookies) {
+      await ctx.clearCookies();
+      await ctx.addCookies(step.cookies.map((c) => ({ ...c, sameSite: "Lax" })));
+    }
     const page = await ctx.newPage();
     page.setDefaultTimeout(STEP_TIMEOUT_MS);
     page.on("console", (m) => process.stderr.write(`[${step.name}] console.${m.type()}: ${m.text()}\n`));
