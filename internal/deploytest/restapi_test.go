@@ -231,3 +231,20 @@ func TestCORSSettings(t *testing.T) {
 		t.Errorf("bucket CORS ExposedHeaders: got %v, want ETag", got)
 	}
 }
+
+// TestSessionSettings: the session cookie's settings reach every function
+// from their parameters, empty by default (sessions off), which the
+// configuration takes as unset.
+func TestSessionSettings(t *testing.T) {
+	tpl := loadTemplate(t)
+	for param, env := range map[string]string{
+		"CpUpstreamUrl": "CP_UPSTREAM_URL", "MoleculeOrgSlug": "MOLECULE_ORG_SLUG", "PublicOrigin": "PUBLIC_ORIGIN",
+	} {
+		if got := scalar(get(tpl.doc, "Parameters", param, "Default")); got != "" {
+			t.Errorf("Parameters.%s: default %q, want empty (sessions off)", param, got)
+		}
+		if v := get(tpl.doc, "Globals", "Function", "Environment", "Variables", env); v == nil || ref(v) != param {
+			t.Errorf("Globals: %s: want !Ref %s", env, param)
+		}
+	}
+}
