@@ -106,3 +106,30 @@ func TestCORSAllowedOrigins(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionSettings: session cookies need the control plane's URL and
+// the tenant's slug together, and somewhere a cookie may come from; each
+// mistake names its variable.
+func TestSessionSettings(t *testing.T) {
+	ok := map[string]string{"CP_UPSTREAM_URL": "https://cp.example.com", "MOLECULE_ORG_SLUG": "acme", "PUBLIC_ORIGIN": "https://app.example.com"}
+	c, err := config.Load(env(ok), 0)
+	if err != nil || c.CPUpstreamURL != "https://cp.example.com" || c.OrgSlug != "acme" ||
+		len(c.SessionOrigins()) != 1 || c.SessionOrigins()[0] != "https://app.example.com" {
+		t.Fatalf("got %+v, %v", c, err)
+	}
+	for _, bad := range []struct {
+		env  map[string]string
+		name string
+	}{
+		{map[string]string{"CP_UPSTREAM_URL": "https://cp.example.com", "PUBLIC_ORIGIN": "https://app.example.com"}, "MOLECULE_ORG_SLUG"},
+		{map[string]string{"MOLECULE_ORG_SLUG": "acme", "PUBLIC_ORIGIN": "https://app.example.com"}, "CP_UPSTREAM_URL"},
+		{map[string]string{"CP_UPSTREAM_URL": "cp.example.com", "MOLECULE_ORG_SLUG": "acme", "PUBLIC_ORIGIN": "https://app.example.com"}, "CP_UPSTREAM_URL"},
+		{map[string]string{"CP_UPSTREAM_URL": "https://cp.example.com", "MOLECULE_ORG_SLUG": "acme"}, "PUBLIC_ORIGIN or CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"PUBLIC_ORIGIN": "https://app.example.com/path"}, "PUBLIC_ORIGIN"},
+		{map[string]string{"PUBLIC_ORIGIN": "https://a.example.com,https://b.example.com"}, "PUBLIC_ORIGIN"},
+	} {
+		if _, err := config.Load(env(bad.env), 0); err == nil || !strings.Contains(err.Error(), bad.name) {
+			t.Errorf("%v: got %v, want an error naming %s", bad.env, err, bad.name)
+		}
+	}
+}
