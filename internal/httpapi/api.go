@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +86,11 @@ func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 // minute: the one extra round trip, and a rare one).
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := rt.handle(a, w, r); err != nil {
+		err := rt.checkQuery(r.URL.RawQuery)
+		if err == nil {
+			err = rt.handle(a, w, r)
+		}
+		if err != nil {
 			a.fail(w, r, a.confirm(r, err))
 		}
 		if id := auth.FromContext(r.Context()); id != nil {
@@ -143,6 +149,47 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		}
 		a.notFound(w, r)
 	})
+}
+
+// checkQuery refuses a query string that does not parse (errBadQuery) or
+// names a parameter the route does not define (errUnknownParam; the
+// content route's own words for it), before the route's handler runs:
+// API.md's conventions, held for every route here.
+func (rt Route) checkQuery(raw string) error {
+	q, err := parseQuery(raw)
+	if err != nil {
+		return err
+	}
+	for k := range q {
+		if !slices.Contains(rt.Query, k) {
+			if rt.Path == ContentRoute.Path {
+				return errBadContentParam
+			}
+			return errUnknownParam
+		}
+	}
+	return nil
+}
+
+// parseQuery parses a query string strictly: url.ParseQuery skips empty
+// pairs ("?&") and would let a handler take a query it did not understand
+// as none. Every pair must be key[=value] with a non-empty key, valid
+// escapes and no ';'.
+func parseQuery(raw string) (url.Values, error) {
+	q := url.Values{}
+	if raw == "" {
+		return q, nil
+	}
+	for _, pair := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		key, kerr := url.QueryUnescape(k)
+		val, verr := url.QueryUnescape(v)
+		if kerr != nil || verr != nil || key == "" || strings.Contains(pair, ";") {
+			return nil, errBadQuery
+		}
+		q[key] = append(q[key], val)
+	}
+	return q, nil
 }
 
 // identify returns r carrying its caller's identity.

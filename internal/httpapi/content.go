@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +33,8 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	rec, err := a.store.Fetch(ctx, id, ws, file)
+	rng := parseRange(r.Header.Get("Range"))
+	rec, err := a.store.Fetch(ctx, id, ws, file, pendinguploads.Want{From: rng.from(), Redirect: redirect})
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}
@@ -62,7 +63,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 
-	off, n, status := byteRange(r.Header.Get("Range"), rec.SizeBytes)
+	off, n, status := rng.resolve(rec.SizeBytes)
 	if status == http.StatusRequestedRangeNotSatisfiable {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
 		return errBadRange
@@ -153,40 +154,40 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// contentQuery reads content's query string: empty, or redirect=1. Any
-// other parameter or value, or a query that does not parse, is 400.
+// contentQuery reads content's query string: empty, or exactly
+// redirect=1, the only query that may redirect. Any other parameter or
+// value, a repeat, or a query that does not parse, is 400.
 func contentQuery(raw string) (redirect bool, err error) {
-	if raw == "" {
-		return false, nil
+	q, err := parseQuery(raw)
+	if err != nil || len(q) == 0 {
+		return false, err
 	}
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return false, errBadQuery
-	}
-	for k, v := range q {
-		if k != "redirect" || len(v) != 1 || v[0] != "1" {
-			return false, errBadContentParam
-		}
+	if v := q["redirect"]; len(q) != 1 || len(v) != 1 || v[0] != "1" {
+		return false, errBadContentParam
 	}
 	return true, nil
 }
 
-// byteRange reads a Range header against a file of size bytes: the
-// offset and length to send, and the status to answer. One range of
-// bytes (first-last, first-, or -suffix) is 206, or 416 when no byte of
-// it is in the file. Anything else (no header, another unit, several
-// ranges, a header that does not parse) is the whole file, 200: RFC 9110
-// lets a server ignore Range, and a client asking for several ranges gets
-// them all.
-func byteRange(header string, size int64) (off, n int64, status int) {
-	whole := func() (int64, int64, int) { return 0, size, http.StatusOK }
+// byteRange is a Range header as the content route reads it: one range
+// of bytes (first-last, first-, or -suffix), or none. Anything else (no
+// header, another unit, several ranges, a header that does not parse) is
+// none, the whole file: RFC 9110 lets a server ignore Range, and a client
+// asking for several ranges gets them all.
+type byteRange struct {
+	set         bool
+	first, last int64 // last -1: to the end
+	suffix      int64 // -1: not a suffix range
+}
+
+func parseRange(header string) byteRange {
+	none := byteRange{}
 	unit, spec, ok := strings.Cut(strings.TrimSpace(header), "=")
 	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
-		return whole()
+		return none
 	}
 	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
 	if !ok {
-		return whole()
+		return none
 	}
 	num := func(s string) (int64, bool) {
 		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
@@ -195,34 +196,58 @@ func byteRange(header string, size int64) (off, n int64, status int) {
 		v, err := strconv.ParseInt(s, 10, 64)
 		return v, err == nil
 	}
-	switch {
-	case first == "":
+	if first == "" {
 		suffix, ok := num(last)
 		if !ok {
-			return whole()
+			return none
 		}
-		if suffix == 0 {
-			return 0, 0, http.StatusRequestedRangeNotSatisfiable
-		}
-		suffix = min(suffix, size)
-		return size - suffix, suffix, http.StatusPartialContent
-	default:
-		start, ok := num(first)
-		if !ok {
-			return whole()
-		}
-		end := size - 1
-		if last != "" {
-			if end, ok = num(last); !ok || end < start {
-				return whole()
-			}
-			end = min(end, size-1)
-		}
-		if start >= size {
-			return 0, 0, http.StatusRequestedRangeNotSatisfiable
-		}
-		return start, end - start + 1, http.StatusPartialContent
+		return byteRange{set: true, suffix: suffix}
 	}
+	start, ok := num(first)
+	if !ok {
+		return none
+	}
+	end := int64(-1)
+	if last != "" {
+		if end, ok = num(last); !ok || end < start {
+			return none
+		}
+	}
+	return byteRange{set: true, first: start, last: end, suffix: -1}
+}
+
+// from is the first byte the range needs: a file must be longer for the
+// range to be satisfiable (0: any file will do; math.MaxInt64: none).
+func (b byteRange) from() int64 {
+	switch {
+	case !b.set:
+		return 0
+	case b.suffix == 0:
+		return math.MaxInt64
+	case b.suffix > 0:
+		return 0
+	}
+	return b.first
+}
+
+// resolve is the range against a file of size bytes: the offset and
+// length to send, and the status to answer: 200 for the whole file, 206
+// for one range, 416 when no byte of it is in the file.
+func (b byteRange) resolve(size int64) (off, n int64, status int) {
+	switch {
+	case !b.set:
+		return 0, size, http.StatusOK
+	case size <= b.from():
+		return 0, 0, http.StatusRequestedRangeNotSatisfiable
+	case b.suffix > 0:
+		suffix := min(b.suffix, size)
+		return size - suffix, suffix, http.StatusPartialContent
+	}
+	end := size - 1
+	if b.last >= 0 {
+		end = min(b.last, size-1)
+	}
+	return b.first, end - b.first + 1, http.StatusPartialContent
 }
 
 // fetched logs and counts a fetch (fetched_at is stamped by Fetch).

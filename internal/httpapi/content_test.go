@@ -175,3 +175,33 @@ func TestContent(t *testing.T) {
 		wantContent(t, res, []byte(secret), "text/plain", `attachment; filename="secret.txt"; filename*=UTF-8''secret.txt`)
 	})
 }
+
+// TestUnsatisfiableRangeStampsNothing: fetched_at moves only when bytes
+// (200, 206) or a redirect (307) go out; a 416 sent nothing.
+func TestUnsatisfiableRangeStampsNothing(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	f := stage(t, srv, ws, "ten.txt", "text/plain", "0123456789")
+	for _, rng := range []string{"bytes=10-", "bytes=100-200", "bytes=-0"} {
+		req := newRequest(t, "GET", contentURL(srv, ws.String(), f.FileID), srv.AdminToken, "", nil)
+		req.Header.Set("Range", rng)
+		res := send(t, req)
+		wantError(t, res, http.StatusRequestedRangeNotSatisfiable, "range not satisfiable", nil)
+		if got := res.header.Get("Content-Range"); got != "bytes */10" {
+			t.Errorf("%s: Content-Range %q, want bytes */10", rng, got)
+		}
+		if fetched, _ := timestamps(t, srv, f.FileID); fetched != nil {
+			t.Fatalf("%s: a 416 stamped fetched_at %v", rng, fetched)
+		}
+	}
+	req := newRequest(t, "GET", contentURL(srv, ws.String(), f.FileID), srv.AdminToken, "", nil)
+	req.Header.Set("Range", "bytes=9-")
+	res := send(t, req)
+	wantStatus(t, res, http.StatusPartialContent)
+	if string(res.body) != "9" {
+		t.Fatalf("206: got %q", res.body)
+	}
+	if fetched, _ := timestamps(t, srv, f.FileID); fetched == nil {
+		t.Fatal("a 206 left fetched_at unset")
+	}
+}

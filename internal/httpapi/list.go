@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -37,20 +36,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A query string is part of the contract: url.Query would drop a pair
-	// that does not parse (a ';', a bad escape) and answer as if it were
-	// absent. So a query that does not parse is 400, and so are a repeated
-	// parameter (which one would count? answered below with that
-	// parameter's message) and an unknown one (a misspelt "limt" silently
-	// giving 50 rows is the same trap). The parameter's name is not echoed.
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	// The query parsed, and names only limit and after (serve checked);
+	// a repeated parameter (which one would count?) is answered below with
+	// that parameter's message.
+	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
-		return errBadQuery
-	}
-	for k := range q {
-		if k != "limit" && k != "after" {
-			return errUnknownParam
-		}
+		return err
 	}
 	limit := pendinguploads.DefaultListLimit
 	if v, ok := q["limit"]; ok {

@@ -13,18 +13,21 @@ type Route struct {
 	handle   func(*API, http.ResponseWriter, *http.Request) error
 	// Public routes take no credentials.
 	Public bool
+	// Query names the query parameters the route defines; any other, or a
+	// query that does not parse, is 400 before anything happens (serve).
+	Query []string
 }
 
 // The routes of API.md. Each Lambda function serves its own (Handler);
 // the dev server serves them all (Mux).
 var (
-	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false}
-	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false}
-	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false}
-	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false}
-	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false}
+	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false, nil}
+	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false, nil}
+	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false, []string{"limit", "after"}}
+	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false, []string{"redirect"}}
+	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
 	// LimitsRoute is public (no token), served by the list function.
-	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true}
+	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil}
 )
 
 // Routes is the whole HTTP API, in the order of API.md: the one table the

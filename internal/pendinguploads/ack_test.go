@@ -26,7 +26,7 @@ func TestAck(t *testing.T) {
 			t.Fatalf("got %v, %v; want Acked", res, err)
 		}
 		// Acked rows stay readable until swept (the canvas re-opens them).
-		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
+		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{}); err != nil {
 			t.Fatalf("fetch after ack: got %v, want the row until the sweep", err)
 		}
 	})
@@ -62,7 +62,7 @@ func TestAck(t *testing.T) {
 		if _, err := s.Ack(ctx, auth.AdminIdentity(), uuid.New(), rec.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
-		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID); err != nil {
+		if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{}); err != nil {
 			t.Fatalf("row no longer visible to its owner: %v", err)
 		}
 		if n := ackedCount(t, pool, rec.FileID); n != 0 {

@@ -48,7 +48,7 @@ func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 			return err
 		},
 		"Fetch": func(c *auth.Identity) error {
-			_, err := s.Fetch(ctx, c, ws, file.FileID)
+			_, err := s.Fetch(ctx, c, ws, file.FileID, pendinguploads.Want{})
 			return err
 		},
 		"Stage": func(c *auth.Identity) error {

@@ -18,9 +18,25 @@ import (
 // whatever its size.
 const ChunkBytes = 1 << 20
 
+// Want is what an answer will send of a file: the bytes from From on
+// (0: the whole file; a range no file can satisfy: math.MaxInt64), or,
+// with Redirect, a redirect to the bucket when the file is there.
+type Want struct {
+	From     int64
+	Redirect bool
+}
+
+// sends reports whether an answer wanting w sends anything of r: bytes,
+// or a redirect.
+func (w Want) sends(r Record) bool {
+	return r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
+}
+
 // Fetch looks up file fileID of workspaceID for serving, acting for id (with its
-// check), and stamps its fetched_at (a later fetch moves it again): one
-// round trip. A servable row is unacked and unexpired, or acked and not
+// check), and stamps its fetched_at (a later fetch moves it again) when
+// the answer will send what want asks of it (see Want; a 416 leaves
+// fetched_at alone, and the record comes back for its size): one round
+// trip. A servable row is unacked and unexpired, or acked and not
 // yet swept: the canvas re-opens attachments after the workspace acked
 // them. An inline file of at most ChunkBytes comes with the row; Open
 // reads any file.
@@ -28,7 +44,7 @@ const ChunkBytes = 1 << 20
 // It returns ErrNotFound for an absent or expired row, and for a row that
 // vanished (swept) while the statement ran; ErrWrongWorkspace for another
 // workspace's row, whose bytes are never read.
-func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (Record, error) {
+func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want Want) (Record, error) {
 	var r Record
 	var key *string
 	var stamped, found bool
@@ -48,6 +64,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = $1 AND workspace_id = $2 AND (acked_at IS NOT NULL OR expires_at > now())
+		      AND (size_bytes > $5 OR ($6 AND s3_key IS NOT NULL))
 		      AND `+check.Guard(4, 2)+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= $3 THEN content END AS content
@@ -57,7 +74,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
 		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+check.Guard(4, 2),
-		fileID, workspaceID, int64(ChunkBytes), check.Arg()).Query(func(rows pgx.Rows) error {
+		fileID, workspaceID, int64(ChunkBytes), check.Arg(), want.From, want.Redirect).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
@@ -79,11 +96,12 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	if r.WorkspaceID != workspaceID {
 		return Record{}, ErrWrongWorkspace
 	}
-	if !stamped {
-		return Record{}, ErrNotFound
-	}
 	if key != nil {
 		r.s3Key = *key
+	}
+	if !stamped && want.sends(r) {
+		// Servable, yet not stamped: the row changed under the statement.
+		return Record{}, ErrNotFound
 	}
 	if r.s3Key == "" && r.content != nil && int64(len(r.content)) != r.SizeBytes {
 		return Record{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)

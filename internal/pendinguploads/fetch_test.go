@@ -32,7 +32,7 @@ func TestFetchVisibility(t *testing.T) {
 
 	for name, id := range map[string]uuid.UUID{"Acked": acked.FileID, "AckedPastExpiry": ackedExpired.FileID} {
 		t.Run(name, func(t *testing.T) {
-			rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id)
+			rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id, pendinguploads.Want{})
 			if err != nil || rec.Inline() == nil || rec.FetchedAt == nil {
 				t.Fatalf("got %+v, %v; want the row, its bytes, stamped", rec, err)
 			}
@@ -40,14 +40,14 @@ func TestFetchVisibility(t *testing.T) {
 	}
 	for name, id := range map[string]uuid.UUID{"Absent": uuid.New(), "Expired": expired.FileID} {
 		t.Run("ErrNotFound"+name, func(t *testing.T) {
-			if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id); !errors.Is(err, pendinguploads.ErrNotFound) {
+			if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id, pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrNotFound) {
 				t.Fatalf("got %v, want ErrNotFound", err)
 			}
 		})
 	}
 	t.Run("ErrWrongWorkspace", func(t *testing.T) {
 		mine := mustStage(t, s, ws, "mine.txt")
-		rec, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), mine.FileID)
+		rec, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), mine.FileID, pendinguploads.Want{})
 		if !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 			t.Fatalf("got %v, want ErrWrongWorkspace", err)
 		}
@@ -73,7 +73,7 @@ func TestFetchStampsInOneStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tr.total()
-	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
+	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{})
 	if err != nil || string(got.Inline()) != "inline bytes" || got.FetchedAt == nil {
 		t.Fatalf("got %+v err=%v", got, err)
 	}
@@ -81,16 +81,16 @@ func TestFetchStampsInOneStatement(t *testing.T) {
 		t.Fatalf("statements: got %d, want 1", n)
 	}
 	time.Sleep(5 * time.Millisecond)
-	again, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
+	again, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{})
 	if err != nil || !again.FetchedAt.After(*got.FetchedAt) {
 		t.Fatalf("fetched_at did not move to the latest fetch: %v then %v (%v)", got.FetchedAt, again.FetchedAt, err)
 	}
 	other := mustStage(t, s, ws, "b.txt")
 	before = tr.total()
-	if _, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), other.FileID); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
+	if _, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), other.FileID, pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
 		t.Fatalf("other workspace: got %v, want ErrWrongWorkspace", err)
 	}
-	if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, uuid.New()); !errors.Is(err, pendinguploads.ErrNotFound) {
+	if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, uuid.New(), pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrNotFound) {
 		t.Fatalf("absent: got %v, want ErrNotFound", err)
 	}
 	if n := tr.total() - before; n != 2 {
@@ -110,7 +110,7 @@ func TestOpenLargeInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID)
+	rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID, pendinguploads.Want{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestOpenSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID)
+		rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID, pendinguploads.Want{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestOpenSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID)
+		rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, put.FileID, pendinguploads.Want{})
 		if err != nil {
 			t.Fatal(err)
 		}

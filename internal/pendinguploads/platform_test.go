@@ -65,7 +65,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 			if err != nil || len(listed) != 3 {
 				t.Fatalf("list: got %d rows (%v), want 3", len(listed), err)
 			}
-			rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id)
+			rec, err := s.Fetch(ctx, auth.AdminIdentity(), ws, id, pendinguploads.Want{})
 			if err != nil || rec.SHA256 != nil {
 				t.Fatalf("fetch the platform's row: %+v, %v; want it, without a digest", rec, err)
 			}

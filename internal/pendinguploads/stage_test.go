@@ -34,7 +34,7 @@ func TestStageRoundTrip(t *testing.T) {
 	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != pendinguploads.DefaultTTL {
 		t.Fatalf("expires_at - created_at: got %v, want %v", got, pendinguploads.DefaultTTL)
 	}
-	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
+	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestStageInExecMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, rec := range recs {
-				got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID)
+				got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{})
 				if err != nil || !bytes.Equal(got.Inline(), files[i].Content) || got.Filename != files[i].Filename || got.CreatedAt.IsZero() {
 					t.Fatalf("file %d: %+v, %v", i, got, err)
 				}
