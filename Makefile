@@ -55,7 +55,7 @@ vet:
 # handling is per OS, and loadgen is Linux-only.
 cross-build:
 	GOOS=windows GOARCH=amd64 $(GO) build ./...
-	GOOS=windows GOARCH=amd64 $(GO) vet ./client/ ./cmd/pendingctl/
+	GOOS=windows GOARCH=amd64 $(GO) vet ./client/... ./cmd/pendingctl/
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 # -p 2 matches the two cores; each test package starts its own Postgres

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 )
 
 const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDINGUPLOADS_API)
@@ -226,16 +227,16 @@ func runPull(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := client.NewPuller(c, ws, *dir)
+	p := inbox.New(c, ws, *dir)
 	if af.showBars(e) {
-		p.Progress = func(f client.File) client.Progress {
+		p.Progress = func(f client.File) inbox.Progress {
 			if f.Size < progressMin {
 				return nil
 			}
 			return newBar(e.stderr, "↓ "+f.Name, f.Size)
 		}
 	}
-	round := func() (client.PullResult, error) {
+	round := func() (inbox.Result, error) {
 		ctx, cancel := context.WithTimeout(ctx, af.timeout)
 		defer cancel()
 		res, err := p.Pull(ctx)
@@ -263,7 +264,7 @@ func runPull(ctx context.Context, e env, args []string) error {
 	for {
 		_, err := round()
 		if err != nil && ctx.Err() == nil {
-			if client.IsUnauthorized(err) || errors.Is(err, client.ErrLocked) {
+			if client.IsUnauthorized(err) || errors.Is(err, inbox.ErrLocked) {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "pendingctl pull: %s (will retry)\n", explain(err))
@@ -277,7 +278,7 @@ func runPull(ctx context.Context, e env, args []string) error {
 }
 
 // report prints one pull round.
-func report(e env, asJSON bool, res client.PullResult, err error) {
+func report(e env, asJSON bool, res inbox.Result, err error) {
 	if asJSON {
 		type ferr struct {
 			FileID string `json:"file_id"`
