@@ -146,7 +146,7 @@ func runUpload(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, client.HumanBytes(s.Size), s.Name)
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
 		}
 	}
 	return err
@@ -187,7 +187,7 @@ func runLs(ctx context.Context, e env, args []string) error {
 			if f.FetchedAt != nil {
 				fetched = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, client.HumanBytes(f.Size),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, humanBytes(f.Size),
 				f.CreatedAt.Local().Format("2006-01-02 15:04:05"), fetched, f.Name)
 		}
 		if err := tw.Flush(); err != nil {
@@ -303,7 +303,7 @@ func report(e env, asJSON bool, res inbox.Result, err error) {
 		if !d.Acked {
 			note += ", not acked: the upload expired meanwhile"
 		}
-		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, client.HumanBytes(d.Size), note)
+		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, humanBytes(d.Size), note)
 	}
 	for _, fe := range res.Errors {
 		fmt.Fprintf(e.stderr, "failed    %s (%s): %s\n", fe.Name, fe.FileID, explainFile(fe.Err))
