@@ -1,8 +1,9 @@
 // Package client is the Go client of the pendinguploads HTTP API (API.md):
 // the platform stages files for a workspace with Upload; the workspace
-// lists them with List, fetches them with Fetch or Download, and acks
-// them with Ack. Package client/inbox builds on it: a Puller that does all
-// of that into a directory, crash safely.
+// lists them with List, fetches them with Fetch or Download (Resume
+// finishes a download cut short), and acks them with Ack. Package
+// client/inbox builds on it: a Puller that does all of that into a
+// directory, crash safely.
 //
 //	c, err := client.New("https://api.example.com", token)
 //	staged, err := c.Upload(ctx, ws, []client.UploadFile{f})
