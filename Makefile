@@ -55,7 +55,7 @@ vet:
 # handling is per OS, and loadgen is Linux-only.
 cross-build:
 	GOOS=windows GOARCH=amd64 $(GO) build ./...
-	GOOS=windows GOARCH=amd64 $(GO) vet ./client/ ./cmd/pendingctl/
+	GOOS=windows GOARCH=amd64 $(GO) vet ./client/... ./cmd/pendingctl/
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 # -p 2 matches the two cores; each test package starts its own Postgres
@@ -65,10 +65,10 @@ gotest:
 	$(GO) test -race -count=1 -p 2 -timeout 25m $(PKGS)
 
 # bench: every benchmark with its baseline from the same run (see
-# cmd/benchreport), then the report. BENCHFLAGS passes its flags, e.g.
+# internal/tools/benchreport), then the report. BENCHFLAGS passes its flags, e.g.
 # BENCHFLAGS='-count 1'.
 bench:
-	$(GO) run ./cmd/benchreport $(BENCHFLAGS)
+	$(GO) run ./internal/tools/benchreport $(BENCHFLAGS)
 
 # fuzz: each target for FUZZTIME. A duration-bound run can fail at the
 # deadline with a bare "context deadline exceeded" and no crasher
@@ -95,9 +95,9 @@ fuzz:
 	done; printf "\nfuzz summary (-fuzztime $(FUZZTIME), $$(nproc) cores):\n$$summary"; exit $$fail
 
 # load: a bounded load run against a dev server of its own (see
-# cmd/loadgen); LOADFLAGS passes its flags, e.g. LOADFLAGS='-workspaces 16'.
+# internal/tools/loadgen); LOADFLAGS passes its flags, e.g. LOADFLAGS='-workspaces 16'.
 load:
-	$(GO) run ./cmd/loadgen $(LOADFLAGS)
+	$(GO) run ./internal/tools/loadgen $(LOADFLAGS)
 
 clean:
 	rm -rf bin .aws-sam

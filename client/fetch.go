@@ -180,16 +180,18 @@ func ParseContentDigest(v string) ([]byte, error) {
 // before the server kept digests (f.SHA256 "" and no Content-Digest) is
 // checked by size only.
 func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer) (int64, error) {
-	return c.resume(ctx, ws, f, 0, sha256.New(), w, nil)
+	return c.Resume(ctx, ws, f, 0, sha256.New(), w, nil)
 }
 
-// resume is Download of a file whose first have bytes (0 <= have <
-// f.Size) are in w already and were written to h: it asks for the rest
-// (Range: bytes=<have>-), appends it to w, and verifies the whole file,
-// as Download does. When the server answers with the whole file instead
-// (200: it may ignore Range), restart is called first: it must empty w;
-// h starts over. It returns how many bytes it wrote to w.
-func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, have int64, h hash.Hash, w io.Writer, restart func() error) (int64, error) {
+// Resume is Download of a file whose first have bytes (0 <= have <
+// f.Size) are in w already and were written to h, a SHA-256
+// (crypto/sha256.New): it asks only for the rest (Range: bytes=<have>-),
+// appends it to w, and verifies the whole file, as Download does. When
+// the server answers with the whole file instead (200: it may ignore
+// Range), restart is called first: it must empty w, and h starts over;
+// restart may be nil only when have is 0. It returns how many bytes it
+// wrote to w. A have at or past f.Size is answered 416 (an *APIError).
+func (c *Client) Resume(ctx context.Context, ws uuid.UUID, f File, have int64, h hash.Hash, w io.Writer, restart func() error) (int64, error) {
 	var want []byte
 	if f.SHA256 != "" {
 		b, err := hex.DecodeString(f.SHA256)
@@ -205,6 +207,9 @@ func (c *Client) resume(ctx context.Context, ws uuid.UUID, f File, have int64, h
 	defer ct.Body.Close()
 	id := f.FileID.String()
 	if ct.Offset == 0 && have > 0 {
+		if restart == nil {
+			return 0, fmt.Errorf("content %s: the server sent the whole file, and there is no restart to empty w", id)
+		}
 		if err := restart(); err != nil {
 			return 0, fmt.Errorf("content %s: restart: %w", id, err)
 		}

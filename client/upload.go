@@ -130,7 +130,7 @@ func (c *Client) checkFiles(ctx context.Context, files []UploadFile) error {
 			return fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
 		}
 		if f.Size > fileCap {
-			return fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, HumanBytes(f.Size), HumanBytes(fileCap))
+			return fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, humanBytes(f.Size), humanBytes(fileCap))
 		}
 	}
 	if len(files) == 0 {
@@ -231,7 +231,7 @@ func (u *uploader) sendAlone(ctx context.Context, large []int, limit int64) erro
 			if IsTooLarge(err) {
 				u.c.learnCap(err, limit)
 				return fmt.Errorf("upload %s: %w: %s does not fit the server's request cap (%s) and the server offers no presigned uploads (no bucket configured): %w",
-					u.files[i].Name, ErrTooLarge, HumanBytes(u.files[i].Size), HumanBytes(u.c.maxRequest()), err)
+					u.files[i].Name, ErrTooLarge, humanBytes(u.files[i].Size), humanBytes(u.c.maxRequest()), err)
 			}
 			return err
 		}
@@ -604,8 +604,8 @@ func (c *Client) UploadPresigned(ctx context.Context, ws uuid.UUID, files []Uplo
 	return c.Commit(ctx, ws, ids)
 }
 
-// HumanBytes formats n as B, KiB, MiB or GiB.
-func HumanBytes(n int64) string {
+// humanBytes formats n as B, KiB, MiB or GiB, for the client's errors.
+func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 )
 
 const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDINGUPLOADS_API)
@@ -145,7 +146,7 @@ func runUpload(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, client.HumanBytes(s.Size), s.Name)
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
 		}
 	}
 	return err
@@ -186,7 +187,7 @@ func runLs(ctx context.Context, e env, args []string) error {
 			if f.FetchedAt != nil {
 				fetched = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, client.HumanBytes(f.Size),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, humanBytes(f.Size),
 				f.CreatedAt.Local().Format("2006-01-02 15:04:05"), fetched, f.Name)
 		}
 		if err := tw.Flush(); err != nil {
@@ -226,16 +227,16 @@ func runPull(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := client.NewPuller(c, ws, *dir)
+	p := inbox.New(c, ws, *dir)
 	if af.showBars(e) {
-		p.Progress = func(f client.File) client.Progress {
+		p.Progress = func(f client.File) inbox.Progress {
 			if f.Size < progressMin {
 				return nil
 			}
 			return newBar(e.stderr, "↓ "+f.Name, f.Size)
 		}
 	}
-	round := func() (client.PullResult, error) {
+	round := func() (inbox.Result, error) {
 		ctx, cancel := context.WithTimeout(ctx, af.timeout)
 		defer cancel()
 		res, err := p.Pull(ctx)
@@ -263,7 +264,7 @@ func runPull(ctx context.Context, e env, args []string) error {
 	for {
 		_, err := round()
 		if err != nil && ctx.Err() == nil {
-			if client.IsUnauthorized(err) || errors.Is(err, client.ErrLocked) {
+			if client.IsUnauthorized(err) || errors.Is(err, inbox.ErrLocked) {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "pendingctl pull: %s (will retry)\n", explain(err))
@@ -277,7 +278,7 @@ func runPull(ctx context.Context, e env, args []string) error {
 }
 
 // report prints one pull round.
-func report(e env, asJSON bool, res client.PullResult, err error) {
+func report(e env, asJSON bool, res inbox.Result, err error) {
 	if asJSON {
 		type ferr struct {
 			FileID string `json:"file_id"`
@@ -302,7 +303,7 @@ func report(e env, asJSON bool, res client.PullResult, err error) {
 		if !d.Acked {
 			note += ", not acked: the upload expired meanwhile"
 		}
-		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, client.HumanBytes(d.Size), note)
+		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, humanBytes(d.Size), note)
 	}
 	for _, fe := range res.Errors {
 		fmt.Fprintf(e.stderr, "failed    %s (%s): %s\n", fe.Name, fe.FileID, explainFile(fe.Err))

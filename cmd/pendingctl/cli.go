@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 )
 
 // Exit codes.
@@ -159,7 +160,7 @@ func explain(err error) string {
 	switch {
 	case client.IsUnauthorized(err) && errors.As(err, &ae):
 		return fmt.Sprintf("the server refused the token (%d %s): it is unknown, revoked, or the token of another workspace. Check --workspace and the token (PENDINGUPLOADS_TOKEN).", ae.Status, ae.Message)
-	case errors.Is(err, client.ErrLocked):
+	case errors.Is(err, inbox.ErrLocked):
 		return err.Error() + " (wait for it, or stop it)"
 	case client.IsUnavailable(err):
 		return err.Error() + " (the server or its storage is unavailable; retried, try again shortly)"

@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
@@ -184,13 +185,13 @@ func TestUploadPullLs(t *testing.T) {
 			pull := cli(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once", "--json")
 			expect(t, pull, 0, "pull")
 			var pr struct {
-				Delivered []client.Delivery
+				Delivered []inbox.Delivery
 				Errors    []any
 			}
 			if err := json.Unmarshal([]byte(pull.stdout), &pr); err != nil || len(pr.Delivered) != 4 || len(pr.Errors) != 0 {
 				t.Fatalf("pull --json: got %q, %v", pull.stdout, err)
 			}
-			got := apptest.DirFiles(t, dir, client.StateDirName)
+			got := apptest.DirFiles(t, dir, inbox.StateDirName)
 			wantNames := map[string]string{"small.txt": "small.txt", "name_with_space.pdf": "name with space.pdf", "mid.bin": "mid.bin", "big.bin": "big.bin"}
 			if len(got) != len(wantNames) {
 				t.Fatalf("inbox: got %d files, want %d", len(got), len(wantNames))
@@ -268,7 +269,7 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	if err := cmd.Wait(); err == nil || cmd.ProcessState.Success() {
 		t.Fatalf("pull: got %v, want killed", err)
 	}
-	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 1 {
 		t.Fatalf("after the crash: got %d files, want 1", len(got))
 	}
 	if n := unacked(t, srv, ws); n != 2 {
@@ -279,14 +280,14 @@ func TestPullKilledBeforeAck(t *testing.T) {
 	if !strings.Contains(r.stdout, "recovered from an interrupted pull") {
 		t.Fatalf("stdout: got %q", r.stdout)
 	}
-	got := apptest.DirFiles(t, dir, client.StateDirName)
+	got := apptest.DirFiles(t, dir, inbox.StateDirName)
 	if len(got) != 2 || !bytes.Equal(got["a.txt"], want["a.txt"]) || !bytes.Equal(got["b.txt"], want["b.txt"]) {
 		t.Fatalf("inbox: got %d files (%v)", len(got), got)
 	}
 	if n := unacked(t, srv, ws); n != 0 {
 		t.Fatalf("unacked: got %d, want 0", n)
 	}
-	ents, _ := os.ReadDir(filepath.Join(dir, client.StateDirName))
+	ents, _ := os.ReadDir(filepath.Join(dir, inbox.StateDirName))
 	for _, e := range ents {
 		if e.Name() != "lock" {
 			t.Fatalf("state left: %s", e.Name())
@@ -316,7 +317,7 @@ func TestPullTamperedRefused(t *testing.T) {
 			if !strings.Contains(r.stderr, "mismatch") || !strings.Contains(r.stderr, "not written, not acked") {
 				t.Fatalf("stderr: got %q", r.stderr)
 			}
-			if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 0 {
+			if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 0 {
 				t.Fatalf("inbox: got %d files, want none", len(got))
 			}
 			if n := unacked(t, srv, ws); n != 1 {
@@ -462,14 +463,14 @@ func TestPullInterval(t *testing.T) {
 	paths, _ := fixture(t, map[string][]byte{"late.txt": []byte("late")})
 	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
 	deadline := time.Now().Add(10 * time.Second)
-	for len(apptest.DirFiles(t, dir, client.StateDirName)) == 0 && time.Now().Before(deadline) {
+	for len(apptest.DirFiles(t, dir, inbox.StateDirName)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d, want 0; stderr %q", code, errb.String())
 	}
-	if got := apptest.DirFiles(t, dir, client.StateDirName); string(got["late.txt"]) != "late" {
+	if got := apptest.DirFiles(t, dir, inbox.StateDirName); string(got["late.txt"]) != "late" {
 		t.Fatalf("inbox: got %v", got)
 	}
 }

@@ -7,9 +7,20 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/pendinguploads/pendinguploads/client"
 )
+
+// humanBytes formats n as B, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
 
 // progressMin is the smallest transfer that gets a progress bar.
 const progressMin = 4 << 20
@@ -80,11 +91,11 @@ func (b *bar) draw() {
 	fill := int(frac * width)
 	rate := ""
 	if el := time.Since(b.start).Seconds(); el > 0.2 {
-		rate = client.HumanBytes(int64(float64(b.n)/el)) + "/s"
+		rate = humanBytes(int64(float64(b.n)/el)) + "/s"
 	}
 	fmt.Fprintf(b.w, "\r%-28s [%s%s] %3.0f%% %s / %s %s\x1b[K", b.label,
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,
-		client.HumanBytes(b.n), client.HumanBytes(b.total), rate)
+		humanBytes(b.n), humanBytes(b.total), rate)
 }
 
 // countingReader feeds a bar as a file is read, and ends it at EOF or Close.

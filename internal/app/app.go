@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		auth.DB
 	} = pool
 	if rotated != nil {
-		db = &RotatingPool{Pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
+		db = &RotatingPool{pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
 	var bucket pendinguploads.Bucket
 	if cfg.ContentBucket != "" && opts.OpenBucket != nil {

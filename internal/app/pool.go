@@ -22,18 +22,13 @@ const (
 	DefaultStatementTimeout = 10 * time.Second
 )
 
-// NewPool returns a pool on databaseURL. It connects lazily: no I/O here,
-// so a cold start does not wait for Postgres, and an unreachable database
-// shows up as a 503 on the first request rather than a failed init.
-// Settings given in the URL (pool_max_conns, connect_timeout,
-// statement_timeout in options, default_query_exec_mode=exec for RDS
-// Proxy) win over the defaults.
-func NewPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
-	return newPool(databaseURL, maxConns, nil, nil)
-}
-
-// newPool is NewPool with a BeforeConnect hook (the rotated password) and
-// a tracer (nil: none).
+// newPool returns a pool on databaseURL with a BeforeConnect hook (the
+// rotated password; nil: none) and a tracer (nil: none). It connects
+// lazily: no I/O here, so a cold start does not wait for Postgres, and an
+// unreachable database shows up as a 503 on the first request rather than
+// a failed init. Settings given in the URL (pool_max_conns,
+// connect_timeout, statement_timeout in options,
+// default_query_exec_mode=exec for RDS Proxy) win over the defaults.
 func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {

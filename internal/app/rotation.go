@@ -11,6 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // MaxPasswordRereads bounds how often one connect re-reads the database
@@ -83,15 +86,23 @@ func passwordRefused(err error) bool {
 }
 
 // RotatingPool is a pool whose connections take the password from a
-// rotated secret. Its query methods first make sure a connection can be
-// had: a refused password re-reads the secret and tries again, at most
-// MaxPasswordRereads times, within the connect timeout. They are what the
-// store and the authenticator use.
+// rotated secret. Its methods first make sure a connection can be had: a
+// refused password re-reads the secret and tries again, at most
+// MaxPasswordRereads times, within the connect timeout. They are exactly
+// the methods the store and the authenticator use (pendinguploads.DB and
+// auth.DB): the pool is a named field, not embedded, so a method added to
+// those interfaces fails to compile here instead of reaching the pool
+// without the re-read.
 type RotatingPool struct {
-	*pgxpool.Pool
+	pool           *pgxpool.Pool
 	password       *dbPassword
 	connectTimeout time.Duration
 }
+
+var _ interface {
+	pendinguploads.DB
+	auth.DB
+} = (*RotatingPool)(nil)
 
 // ready acquires (and releases) a connection, re-reading the password
 // when the server refuses it.
@@ -100,7 +111,7 @@ func (p *RotatingPool) ready(ctx context.Context) error {
 	defer cancel()
 	for rereads := 0; ; rereads++ {
 		refused := p.password.current()
-		c, err := p.Pool.Acquire(ctx)
+		c, err := p.pool.Acquire(ctx)
 		if err == nil {
 			c.Release()
 			return nil
@@ -114,20 +125,12 @@ func (p *RotatingPool) ready(ctx context.Context) error {
 	}
 }
 
-// Acquire is pgxpool.Pool's, after ready.
-func (p *RotatingPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	if err := p.ready(ctx); err != nil {
-		return nil, err
-	}
-	return p.Pool.Acquire(ctx)
-}
-
 // Exec is pgxpool.Pool's, after ready.
 func (p *RotatingPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := p.ready(ctx); err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return p.Pool.Exec(ctx, sql, args...)
+	return p.pool.Exec(ctx, sql, args...)
 }
 
 // Query is pgxpool.Pool's, after ready.
@@ -135,7 +138,7 @@ func (p *RotatingPool) Query(ctx context.Context, sql string, args ...any) (pgx.
 	if err := p.ready(ctx); err != nil {
 		return nil, err
 	}
-	return p.Pool.Query(ctx, sql, args...)
+	return p.pool.Query(ctx, sql, args...)
 }
 
 // QueryRow is pgxpool.Pool's, after ready.
@@ -143,7 +146,7 @@ func (p *RotatingPool) QueryRow(ctx context.Context, sql string, args ...any) pg
 	if err := p.ready(ctx); err != nil {
 		return errRow{err}
 	}
-	return p.Pool.QueryRow(ctx, sql, args...)
+	return p.pool.QueryRow(ctx, sql, args...)
 }
 
 // SendBatch is pgxpool.Pool's, after ready.
@@ -151,22 +154,15 @@ func (p *RotatingPool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchRes
 	if err := p.ready(ctx); err != nil {
 		return errBatch{err}
 	}
-	return p.Pool.SendBatch(ctx, b)
+	return p.pool.SendBatch(ctx, b)
 }
 
-// Begin is pgxpool.Pool's, after ready.
-func (p *RotatingPool) Begin(ctx context.Context) (pgx.Tx, error) {
-	if err := p.ready(ctx); err != nil {
-		return nil, err
-	}
-	return p.Pool.Begin(ctx)
-}
-
+// BeginTx is pgxpool.Pool's, after ready.
 func (p *RotatingPool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	if err := p.ready(ctx); err != nil {
 		return nil, err
 	}
-	return p.Pool.BeginTx(ctx, opts)
+	return p.pool.BeginTx(ctx, opts)
 }
 
 type errRow struct{ err error }

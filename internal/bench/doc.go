@@ -4,7 +4,7 @@
 // upload against single ones, the list at growing table sizes, a sweep of
 // a large backlog with uploads running beside it, and the heap a handler
 // call needs for its largest inline case. `make bench` runs them (through
-// cmd/benchreport) and prints the ratios against their targets.
+// internal/tools/benchreport) and prints the ratios against their targets.
 //
 // Everything is set up inside the benchmark functions: `go test` without
 // -bench runs none of it.

@@ -1,7 +1,9 @@
 // Package lambdafn is the little that every Lambda main shares: build the
 // app from the environment or stop with the variable's name, and serve an
 // http.Handler to API Gateway REST API proxy events (payload format 1.0),
-// buffered (HTTP) or streamed (Stream).
+// buffered (HTTP) or streamed (Stream). The adapter (rest.go) is our own,
+// not the design card's aws-lambda-go-api-proxy: that has no response
+// streaming, and it writes plain-text logs.
 package lambdafn
 
 import (

@@ -127,6 +127,15 @@ func (c *Cluster) URL(db string) string {
 // Port is the TCP port the cluster listens on (127.0.0.1).
 func (c *Cluster) Port() int { return c.port }
 
+// PID is the process id of the server (the postmaster), 0 when it is not
+// running.
+func (c *Cluster) PID() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
 // Restart starts the server again after Stop (same port, same data). Fault
 // tests use Stop and Restart to take the database away and bring it back.
 func (c *Cluster) Restart(ctx context.Context) error {

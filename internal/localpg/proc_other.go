@@ -17,9 +17,3 @@ func (c *Cluster) chown(string) error             { return nil }
 func credentialFor(string) (*credential, error) {
 	return nil, errors.New("localpg: running as another user needs a Unix system")
 }
-
-// Freeze and Thaw need Unix signals.
-func (c *Cluster) Freeze() error { return errors.New("localpg: Freeze needs a Unix system") }
-
-// Thaw: see Freeze.
-func (c *Cluster) Thaw() error { return errors.New("localpg: Thaw needs a Unix system") }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 // countingAPI passes every call to the real S3 and counts DeleteObjects
@@ -35,7 +36,7 @@ func TestDelete(t *testing.T) {
 	t.Parallel()
 	_, c := newStore(t)
 	api := &countingAPI{S3API: c.Client}
-	st := s3blobs.New(api, nil, c.bucket)
+	st := s3blobs.New(api, nil, c.Bucket)
 	ctx := context.Background()
 
 	t.Run("ThreeBatches", func(t *testing.T) {
@@ -56,8 +57,8 @@ func TestDelete(t *testing.T) {
 		if n := countObjects(t, c, "objects/ws/"); n != 0 {
 			t.Errorf("after Delete: got %d objects, want 0", n)
 		}
-		if _, err := st.Size(ctx, keys[1999]); !errors.Is(err, s3blobs.ErrNotFound) {
-			t.Errorf("Size of a deleted key: got %v, want ErrNotFound", err)
+		if _, err := c.Size(ctx, keys[1999]); !errors.Is(err, s3test.ErrNoObject) {
+			t.Errorf("Size of a deleted key: got %v, want ErrNoObject", err)
 		}
 	})
 
@@ -101,10 +102,10 @@ func putAll(tb testing.TB, st *s3blobs.Store, keys []string) {
 	}
 }
 
-func countObjects(tb testing.TB, c *s3client, prefix string) int {
+func countObjects(tb testing.TB, c *s3test.Objects, prefix string) int {
 	tb.Helper()
 	n := 0
-	pages := s3.NewListObjectsV2Paginator(c.Client, &s3.ListObjectsV2Input{Bucket: aws.String(c.bucket), Prefix: aws.String(prefix)})
+	pages := s3.NewListObjectsV2Paginator(c.Client, &s3.ListObjectsV2Input{Bucket: aws.String(c.Bucket), Prefix: aws.String(prefix)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(context.Background())
 		if err != nil {

@@ -11,10 +11,10 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-// newStore returns a Store over a fresh bucket on moto, and the bucket's
-// client for checks that go around the Store.
-func newStore(tb testing.TB) (*s3blobs.Store, *s3client) {
+// newStore returns a Store over a fresh bucket on moto, and the bucket
+// through the SDK alone, for checks that go around the Store.
+func newStore(tb testing.TB) (*s3blobs.Store, *s3test.Objects) {
 	tb.Helper()
 	client, bucket := s3test.NewBucket(tb, s3test.MustStart(tb))
-	return s3blobs.NewFromClient(client, bucket), &s3client{Client: client, bucket: bucket}
+	return s3blobs.NewFromClient(client, bucket), &s3test.Objects{Client: client, Bucket: bucket}
 }

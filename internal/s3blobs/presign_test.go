@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
 // put sends body to a presigned URL with the given headers, as a browser
@@ -73,13 +74,13 @@ func TestPresignPut(t *testing.T) {
 		if code, body := put(t, u, headers, content); code != http.StatusOK {
 			t.Fatalf("PUT: got %d %s, want 200", code, body)
 		}
-		if size, err := st.Size(ctx, "staging/ws/exact"); err != nil || size != 3000 {
+		if size, err := c.Size(ctx, "staging/ws/exact"); err != nil || size != 3000 {
 			t.Errorf("Size: got %d, %v, want 3000, nil", size, err)
 		}
-		if ct := aws.ToString(c.head(t, "staging/ws/exact").ContentType); ct != "image/png" {
+		if ct := aws.ToString(head(t, c, "staging/ws/exact").ContentType); ct != "image/png" {
 			t.Errorf("Content-Type: got %q, want image/png", ct)
 		}
-		if got, err := st.Get(ctx, "staging/ws/exact"); err != nil || !bytes.Equal(got, content) {
+		if got, err := c.Get(ctx, "staging/ws/exact"); err != nil || !bytes.Equal(got, content) {
 			t.Errorf("Get: got %d bytes, %v, want the 3000 bytes put", len(got), err)
 		}
 	})
@@ -97,12 +98,12 @@ func TestPresignPut(t *testing.T) {
 		switch code {
 		case http.StatusForbidden:
 			t.Logf("the endpoint refused a longer body: %s", body)
-			if _, err := st.Size(ctx, "staging/ws/short"); !errors.Is(err, s3blobs.ErrNotFound) {
-				t.Errorf("Size after a refused PUT: got %v, want ErrNotFound", err)
+			if _, err := c.Size(ctx, "staging/ws/short"); !errors.Is(err, s3test.ErrNoObject) {
+				t.Errorf("Size after a refused PUT: got %v, want ErrNoObject", err)
 			}
 		case http.StatusOK:
 			t.Logf("the endpoint (moto) accepted a body longer than the signed Content-Length")
-			if size, err := st.Size(ctx, "staging/ws/short"); err != nil || size == 10 {
+			if size, err := c.Size(ctx, "staging/ws/short"); err != nil || size == 10 {
 				t.Errorf("Size: got %d, %v, want the 16 bytes stored, not the declared 10", size, err)
 			}
 		default:
@@ -143,7 +144,7 @@ func TestPresignPut(t *testing.T) {
 	})
 
 	t.Run("NoPresigner", func(t *testing.T) {
-		st := s3blobs.New(c.Client, nil, c.bucket)
+		st := s3blobs.New(c.Client, nil, c.Bucket)
 		if _, _, err := st.PresignPut(ctx, "staging/ws/x", 1, "", nil, time.Minute); err == nil {
 			t.Error("PresignPut without a presigner: got nil error, want one")
 		}

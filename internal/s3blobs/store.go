@@ -27,12 +27,12 @@ import (
 const MaxObjectSize int64 = limits.DefaultFileBytes
 
 var (
-	// ErrNotFound is returned (wrapped) by Get, Size, Copy and Digest
+	// ErrNotFound is returned (wrapped) by Open, CopyMeasured and Digest
 	// when the key is absent. It is pendinguploads.ErrBlobNotFound, the
 	// sentinel of the pendinguploads.Bucket interface this Store implements.
 	ErrNotFound = pendinguploads.ErrBlobNotFound
-	// ErrTooLarge is returned (wrapped) by Get when the object is larger
-	// than the Store's MaxSize, and by PresignPut for a size above it.
+	// ErrTooLarge is returned (wrapped) by Digest when the object is
+	// larger than the Store's MaxSize, and by PresignPut for a size above it.
 	ErrTooLarge = errors.New("s3blobs: object too large")
 )
 
@@ -67,7 +67,7 @@ type Store struct {
 	presign Presigner
 	bucket  string
 
-	// MaxSize is the largest object Get reads and PresignPut signs an
+	// MaxSize is the largest object Digest reads and PresignPut signs an
 	// upload for. Default (set by New): MaxObjectSize.
 	MaxSize int64
 }
@@ -109,46 +109,6 @@ func (s *Store) Put(ctx context.Context, key string, content []byte, mimetype st
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
-}
-
-// Get returns the whole object under key. It returns an error wrapping
-// ErrNotFound when the key is absent, and one wrapping
-// ErrTooLarge, without reading the body, when the object is larger than
-// MaxSize. At most MaxSize+1 bytes are ever read.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(key),
-	})
-	if err != nil {
-		if isNotFound(err) {
-			return nil, s.notFound("get", key)
-		}
-		return nil, fmt.Errorf("get %s: %w", key, err)
-	}
-	defer out.Body.Close()
-
-	size := aws.ToInt64(out.ContentLength)
-	if size > s.MaxSize {
-		return nil, fmt.Errorf("get %s: %d bytes, max %d: %w", key, size, s.MaxSize, ErrTooLarge)
-	}
-	var buf bytes.Buffer
-	if size > 0 {
-		// One allocation for the whole object, plus room for the byte
-		// that would reveal a body longer than announced.
-		buf.Grow(int(size) + bytes.MinRead)
-	}
-	n, err := buf.ReadFrom(io.LimitReader(out.Body, s.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("get %s: read body: %w", key, err)
-	}
-	if n > s.MaxSize {
-		return nil, fmt.Errorf("get %s: more than %d bytes: %w", key, s.MaxSize, ErrTooLarge)
-	}
-	if out.ContentLength != nil && n != size {
-		return nil, fmt.Errorf("get %s: read %d bytes, Content-Length %d: %w", key, n, size, io.ErrUnexpectedEOF)
-	}
-	return buf.Bytes(), nil
 }
 
 // Open returns n bytes of the object under key from offset off, streamed
@@ -255,25 +215,6 @@ func fullObjectSHA256(r *types.CopyObjectResult) []byte {
 		return nil
 	}
 	return sum
-}
-
-// Size returns the size in bytes of the object under key, or an error
-// wrapping ErrNotFound when the key is absent.
-func (s *Store) Size(ctx context.Context, key string) (int64, error) {
-	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(key),
-	})
-	if err != nil {
-		if isNotFound(err) {
-			return 0, s.notFound("size", key)
-		}
-		return 0, fmt.Errorf("size %s: %w", key, err)
-	}
-	if out.ContentLength == nil {
-		return 0, fmt.Errorf("size %s: no Content-Length in response", key)
-	}
-	return *out.ContentLength, nil
 }
 
 // notFound returns the error for an absent key.

@@ -18,15 +18,10 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-// s3client is the bucket's own client, for checks around the Store.
-type s3client struct {
-	*s3.Client
-	bucket string
-}
-
-func (c *s3client) head(tb testing.TB, key string) *s3.HeadObjectOutput {
+// head is a HEAD of key, around the Store.
+func head(tb testing.TB, c *s3test.Objects, key string) *s3.HeadObjectOutput {
 	tb.Helper()
-	out, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
+	out, err := c.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key)})
 	if err != nil {
 		tb.Fatalf("head %s: %v", key, err)
 	}
@@ -45,7 +40,9 @@ func binary(n int) []byte {
 	return b
 }
 
-func TestPutGetSize(t *testing.T) {
+// TestPut: what Put stores is read back byte-identical, with its size
+// and Content-Type, around the Store.
+func TestPut(t *testing.T) {
 	t.Parallel()
 	st, c := newStore(t)
 	ctx := context.Background()
@@ -63,14 +60,14 @@ func TestPutGetSize(t *testing.T) {
 			if err := st.Put(ctx, tt.key, tt.content, tt.mimetype); err != nil {
 				t.Fatalf("Put: %v", err)
 			}
-			got, err := st.Get(ctx, tt.key)
+			got, err := c.Get(ctx, tt.key)
 			if err != nil {
 				t.Fatalf("Get: %v", err)
 			}
 			if !bytes.Equal(got, tt.content) {
 				t.Fatalf("Get: got %d bytes, want %d, not byte-identical", len(got), len(tt.content))
 			}
-			size, err := st.Size(ctx, tt.key)
+			size, err := c.Size(ctx, tt.key)
 			if err != nil {
 				t.Fatalf("Size: %v", err)
 			}
@@ -78,7 +75,7 @@ func TestPutGetSize(t *testing.T) {
 				t.Errorf("Size: got %d, want %d", size, len(tt.content))
 			}
 			if tt.mimetype != "" {
-				if ct := aws.ToString(c.head(t, tt.key).ContentType); ct != tt.mimetype {
+				if ct := aws.ToString(head(t, c, tt.key).ContentType); ct != tt.mimetype {
 					t.Errorf("Content-Type: got %q, want %q", ct, tt.mimetype)
 				}
 			}
@@ -92,7 +89,7 @@ func TestPutGetSize(t *testing.T) {
 		if err := st.Put(ctx, "objects/a/over", []byte("2nd"), "text/plain"); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := st.Get(ctx, "objects/a/over"); err != nil || string(got) != "2nd" {
+		if got, err := c.Get(ctx, "objects/a/over"); err != nil || string(got) != "2nd" {
 			t.Errorf("Get: got %q, %v, want %q, nil", got, err, "2nd")
 		}
 	})
@@ -104,29 +101,29 @@ func TestNotFound(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		if _, err := st.Get(ctx, "objects/missing"); !errors.Is(err, s3blobs.ErrNotFound) {
-			t.Errorf("Get: got %v, want ErrNotFound", err)
+		if _, err := st.Open(ctx, "objects/missing", 0, 1); !errors.Is(err, s3blobs.ErrNotFound) {
+			t.Errorf("Open: got %v, want ErrNotFound", err)
 		}
-		if _, err := st.Size(ctx, "objects/missing"); !errors.Is(err, s3blobs.ErrNotFound) {
-			t.Errorf("Size: got %v, want ErrNotFound", err)
+		if _, _, err := st.Digest(ctx, "objects/missing"); !errors.Is(err, s3blobs.ErrNotFound) {
+			t.Errorf("Digest: got %v, want ErrNotFound", err)
 		}
 		// The storage layer matches its own sentinel: they are one.
-		if _, err := st.Get(ctx, "objects/missing"); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
-			t.Errorf("Get: got %v, want pendinguploads.ErrBlobNotFound", err)
+		if _, err := st.Open(ctx, "objects/missing", 0, 1); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+			t.Errorf("Open: got %v, want pendinguploads.ErrBlobNotFound", err)
 		}
 	})
 
 	t.Run("MissingBucketIsNotNotFound", func(t *testing.T) {
 		client := s3test.NewClient(s3test.MustStart(t))
 		st := s3blobs.NewFromClient(client, "s3blobs-no-such-bucket")
-		_, err := st.Get(ctx, "objects/missing")
+		_, err := st.Open(ctx, "objects/missing", 0, 1)
 		if err == nil || errors.Is(err, s3blobs.ErrNotFound) {
-			t.Errorf("Get: got %v, want a NoSuchBucket error that is not ErrNotFound", err)
+			t.Errorf("Open: got %v, want a NoSuchBucket error that is not ErrNotFound", err)
 		}
 	})
 }
 
-func TestGetErrTooLarge(t *testing.T) {
+func TestDigestErrTooLarge(t *testing.T) {
 	t.Parallel()
 	st, _ := newStore(t)
 	ctx := context.Background()
@@ -137,11 +134,11 @@ func TestGetErrTooLarge(t *testing.T) {
 	if err := st.Put(ctx, "objects/fits", binary(10), ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.Get(ctx, "objects/big"); !errors.Is(err, s3blobs.ErrTooLarge) {
-		t.Errorf("Get 11 bytes: got %d bytes, %v, want ErrTooLarge", len(got), err)
+	if n, _, err := st.Digest(ctx, "objects/big"); !errors.Is(err, s3blobs.ErrTooLarge) {
+		t.Errorf("Digest of 11 bytes: got %d bytes, %v, want ErrTooLarge", n, err)
 	}
-	if got, err := st.Get(ctx, "objects/fits"); err != nil || len(got) != 10 {
-		t.Errorf("Get 10 bytes: got %d bytes, %v, want 10, nil", len(got), err)
+	if n, _, err := st.Digest(ctx, "objects/fits"); err != nil || n != 10 {
+		t.Errorf("Digest of 10 bytes: got %d bytes, %v, want 10, nil", n, err)
 	}
 }
 
@@ -164,7 +161,7 @@ func TestCopyMeasured(t *testing.T) {
 	t.Parallel()
 	st, c := newStore(t)
 	counted := &getCounter{S3API: c.Client}
-	measured := s3blobs.New(counted, nil, c.bucket)
+	measured := s3blobs.New(counted, nil, c.Bucket)
 	ctx := context.Background()
 	content := binary(300 << 10)
 	sum := sha256.Sum256(content)
@@ -178,7 +175,7 @@ func TestCopyMeasured(t *testing.T) {
 	if g := counted.gets.Load(); g != 0 {
 		t.Fatalf("GETs of the object: %d, want 0", g)
 	}
-	copied, err := st.Get(ctx, "objects/w/f")
+	copied, err := c.Get(ctx, "objects/w/f")
 	if err != nil || !bytes.Equal(copied, content) {
 		t.Fatalf("copied object: %d bytes, %v; want %d identical bytes", len(copied), err, len(content))
 	}

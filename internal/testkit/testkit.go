@@ -4,8 +4,10 @@
 //
 //	pgtest      a throwaway PostgreSQL cluster from the machine's initdb and
 //	            pg_ctl (or TEST_DATABASE_URL), a fresh database per test
-//	            from a migrated template; the platform's schema on request
-//	s3test      moto_server, a fresh bucket per test; Freeze and Thaw
+//	            from a migrated template; the platform's schema on request;
+//	            Freeze and Thaw of the cluster
+//	s3test      moto_server, a fresh bucket per test; Freeze and Thaw;
+//	            Objects, the bucket read around the code under test
 //	apptest     the whole service (config, pool, store, API) in a test,
 //	            served on loopback, with tokens and helpers to read its state
 //	lambdatest  a function built as Lambda builds it, driven through a

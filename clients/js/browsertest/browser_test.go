@@ -31,6 +31,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -532,14 +533,14 @@ func TestBrowserClient(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pr, err := client.NewPuller(wsc, wsMain, dir).Pull(ctx)
+		pr, err := inbox.New(wsc, wsMain, dir).Pull(ctx)
 		if err != nil {
 			t.Fatalf("pull: %v", err)
 		}
 		if len(pr.Delivered) != 3 {
 			t.Fatalf("pull delivered %d files: %+v", len(pr.Delivered), pr.Delivered)
 		}
-		onDisk := apptest.DirFiles(t, dir, client.StateDirName)
+		onDisk := apptest.DirFiles(t, dir, inbox.StateDirName)
 		for _, w := range want {
 			if !bytes.Equal(onDisk[w.name], w.body) {
 				t.Errorf("pulled %s: %d bytes, not the %d bytes the browser sent", w.name, len(onDisk[w.name]), len(w.body))

@@ -56,7 +56,7 @@ func TestPostgresFrozen(t *testing.T) {
 		{Name: "content", Method: "GET", URL: base + "/pending-uploads/" + fileID + "/content", Token: wsTok, NeedsFrozen: true},
 		{Name: "ack-admin", Method: "POST", URL: base + "/pending-uploads/" + ackID + "/ack", Token: srv.AdminToken, NeedsFrozen: true},
 	}
-	sent := faultkit.Frozen(t, calls, cluster.Freeze, cluster.Thaw)
+	sent := faultkit.Frozen(t, calls, pgtest.Freeze, pgtest.Thaw)
 
 	// What is stored, by file name, once the server has run whatever
 	// waited in its sockets.

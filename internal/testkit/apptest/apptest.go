@@ -68,9 +68,9 @@ type Server struct {
 	Store       *pendinguploads.Store
 	S3          s3test.Endpoint // zero without Options.S3
 	Bucket      string
-	// Objects reads and writes the bucket beside the service (for the
-	// test's own checks); nil without Options.S3.
-	Objects *s3blobs.Store
+	// Objects reads the bucket around the service (for the test's own
+	// checks); nil without Options.S3.
+	Objects *s3test.Objects
 	// RoundTrips counts the service pool's round trips; nil without
 	// Options.CountRoundTrips.
 	RoundTrips *pgtrace.RoundTrips
@@ -99,7 +99,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.S3 = s3test.MustStart(tb)
 		var client *s3.Client
 		client, s.Bucket = s3test.NewBucket(tb, s.S3)
-		s.Objects = s3blobs.NewFromClient(client, s.Bucket)
+		s.Objects = &s3test.Objects{Client: client, Bucket: s.Bucket}
 		for _, kv := range s.S3.Env() {
 			k, v, _ := strings.Cut(kv, "=")
 			tb.Setenv(k, v) // the AWS SDK reads credentials from the environment

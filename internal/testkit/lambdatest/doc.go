@@ -26,9 +26,10 @@
 // client calls (see runtime.go): GET invocation/next, POST
 // invocation/{id}/response (chunked, with the error trailers the client
 // declares), POST invocation/{id}/error, plus POST init/error (which
-// aws-lambda-go never sends: a Go function that fails its init exits) and a
-// stand-in Extensions API for lambda.WithEnableSIGTERM. The function
-// process does not inherit the test's environment: it sees the variables
-// Lambda sets and the ones the caller passes, nothing else, so a missing
-// variable is missing as it would be in AWS.
+// aws-lambda-go never sends: a Go function that fails its init exits); no
+// Extensions API, as no function asks for SIGTERM
+// (lambda.WithEnableSIGTERM). The function process does not inherit the
+// test's environment: it sees the variables Lambda sets and the ones the
+// caller passes, nothing else, so a missing variable is missing as it
+// would be in AWS.
 package lambdatest

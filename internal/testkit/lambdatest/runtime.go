@@ -42,11 +42,6 @@ const StreamedContentType = "application/vnd.awslambda.http-integration-response
 // deadline of its own.
 const DefaultTimeout = 60 * time.Second
 
-// shutdownGrace is how long a function that registered an extension (and so
-// asked for SIGTERM, lambda.WithEnableSIGTERM) gets between SIGTERM and
-// SIGKILL, as in Lambda's shutdown phase.
-const shutdownGrace = 500 * time.Millisecond
-
 const (
 	outputMax  = 1 << 20
 	outputTail = 4 << 10
@@ -55,16 +50,14 @@ const (
 // Header names of the Runtime API, as aws-lambda-go v1.55.1 reads and
 // writes them (lambda/runtime_api_client.go).
 const (
-	headerRequestID         = "Lambda-Runtime-Aws-Request-Id"
-	headerDeadlineMS        = "Lambda-Runtime-Deadline-Ms"
-	headerFunctionARN       = "Lambda-Runtime-Invoked-Function-Arn"
-	headerTraceID           = "Lambda-Runtime-Trace-Id"
-	headerErrorType         = "Lambda-Runtime-Function-Error-Type"
-	headerXRayErrorCause    = "Lambda-Runtime-Function-Xray-Error-Cause"
-	trailerErrorType        = "Lambda-Runtime-Function-Error-Type"
-	trailerErrorBody        = "Lambda-Runtime-Function-Error-Body"
-	headerExtensionName     = "Lambda-Extension-Name"
-	headerExtensionIdentity = "Lambda-Extension-Identifier"
+	headerRequestID      = "Lambda-Runtime-Aws-Request-Id"
+	headerDeadlineMS     = "Lambda-Runtime-Deadline-Ms"
+	headerFunctionARN    = "Lambda-Runtime-Invoked-Function-Arn"
+	headerTraceID        = "Lambda-Runtime-Trace-Id"
+	headerErrorType      = "Lambda-Runtime-Function-Error-Type"
+	headerXRayErrorCause = "Lambda-Runtime-Function-Xray-Error-Cause"
+	trailerErrorType     = "Lambda-Runtime-Function-Error-Type"
+	trailerErrorBody     = "Lambda-Runtime-Function-Error-Body"
 )
 
 // FunctionError is the error a function reports, in the JSON shape of the
@@ -141,7 +134,6 @@ type Runtime struct {
 	firstNext   time.Time
 	firstAnswer time.Time
 	initErr     *FunctionError
-	extension   bool
 	violations  []string
 	exitCode    int
 
@@ -209,8 +201,6 @@ func Start(tb testing.TB, binary string, env []string) *Runtime {
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", r.handleResponse)
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", r.handleInvokeError)
 	mux.HandleFunc("POST /2018-06-01/runtime/init/error", r.handleInitError)
-	mux.HandleFunc("POST /2020-01-01/extension/register", r.handleExtensionRegister)
-	mux.HandleFunc("GET /2020-01-01/extension/event/next", r.handleExtensionNext)
 	mux.HandleFunc("/", r.handleUnknown)
 	// No read or write timeout: invocation/next is a long poll, and
 	// everything ends when the test stops the Runtime.
@@ -402,23 +392,14 @@ func (r *Runtime) exitedError(when string) error {
 		r.name, code, when, r.out.tail(outputTail))
 }
 
-// Stop kills the function's process group (after SIGTERM and a short grace
-// when the function registered an extension, as Lambda's shutdown does) and
-// closes the server. It is idempotent and called at cleanup.
+// Stop kills the function's process group and closes the server. It is
+// idempotent and called at cleanup. (No function asks for SIGTERM, which
+// Lambda sends only to a function that registered an extension, so the
+// harness neither sends it nor serves the Extensions API.)
 func (r *Runtime) Stop() {
 	r.stopOnce.Do(func() {
 		close(r.stopping)
 		pid := r.cmd.Process.Pid
-		r.mu.Lock()
-		graceful := r.extension
-		r.mu.Unlock()
-		if graceful {
-			signalGroup(pid, syscall.SIGTERM)
-			select {
-			case <-r.exited:
-			case <-time.After(shutdownGrace):
-			}
-		}
 		signalGroup(pid, syscall.SIGKILL)
 		select {
 		case <-r.exited:
@@ -594,37 +575,6 @@ func (r *Runtime) handleInitError(w http.ResponseWriter, req *http.Request) {
 			time.Sleep(100 * time.Millisecond) // let the 202 reach it
 			signalGroup(r.cmd.Process.Pid, syscall.SIGKILL)
 		}()
-	}
-}
-
-// handleExtensionRegister stands in for the Extensions API's register,
-// which aws-lambda-go calls when the function asks for SIGTERM
-// (lambda.WithEnableSIGTERM). It answers with an identifier; the
-// extension's event/next then blocks until the Runtime stops.
-func (r *Runtime) handleExtensionRegister(w http.ResponseWriter, req *http.Request) {
-	io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
-	if req.Header.Get(headerExtensionName) == "" {
-		r.violation("POST %s without %s", req.URL.Path, headerExtensionName)
-	}
-	r.mu.Lock()
-	r.extension = true
-	r.mu.Unlock()
-	w.Header().Set(headerExtensionIdentity, newRequestID())
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]string{
-		"functionName": r.name, "functionVersion": defaultVersion, "handler": "bootstrap",
-	})
-}
-
-func (r *Runtime) handleExtensionNext(w http.ResponseWriter, req *http.Request) {
-	select {
-	case <-req.Context().Done():
-	case <-r.stopping:
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"eventType": "SHUTDOWN", "shutdownReason": "spindown",
-			"deadlineMs": time.Now().Add(shutdownGrace).UnixMilli(),
-		})
 	}
 }
 

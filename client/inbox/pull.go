@@ -1,4 +1,4 @@
-package client
+package inbox
 
 import (
 	"context"
@@ -16,10 +16,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
 
-// StateDirName is the folder, inside a Puller's Dir, that holds its
+// StateDirName is the folder, inside a Puller's directory, that holds its
 // partial downloads, its delivery records and its lock.
 const StateDirName = ".pendinguploads"
 
@@ -31,13 +32,13 @@ var ErrLocked = errors.New("another pull is running in this directory")
 // fields before Pull; one Puller must not run two Pulls at once (a lock
 // file refuses a second pull into the same directory, in any process).
 type Puller struct {
-	client *Client
+	client *client.Client
 	ws     uuid.UUID
 	dir    string
 
 	// Progress, when set, is called before each download; the Progress
 	// it returns (nil: none) sees the bytes and then Done.
-	Progress func(f File) Progress
+	Progress func(f client.File) Progress
 }
 
 // Progress observes one transfer.
@@ -47,9 +48,9 @@ type Progress interface {
 	Done(err error)
 }
 
-// NewPuller returns a Puller of ws's uploads into dir (created 0700 if
-// absent) through c.
-func NewPuller(c *Client, ws uuid.UUID, dir string) *Puller {
+// New returns a Puller of ws's uploads into dir (created 0700 if absent)
+// through c.
+func New(c *client.Client, ws uuid.UUID, dir string) *Puller {
 	return &Puller{client: c, ws: ws, dir: dir}
 }
 
@@ -80,8 +81,8 @@ type FileError struct {
 func (e *FileError) Error() string { return fmt.Sprintf("%s (%s): %v", e.Name, e.FileID, e.Err) }
 func (e *FileError) Unwrap() error { return e.Err }
 
-// PullResult is what one Pull did.
-type PullResult struct {
+// Result is what one Pull did.
+type Result struct {
 	// Pending is how many uploads the list showed.
 	Pending   int        `json:"pending"`
 	Delivered []Delivery `json:"delivered"`
@@ -107,8 +108,8 @@ type record struct {
 // (a digest mismatch, a read error) is reported in Errors and in the
 // returned error, and left unacked; the others go on. A 401, a lost lock
 // or a cancelled context stops the whole pull.
-func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
-	res := PullResult{Delivered: []Delivery{}}
+func (p *Puller) Pull(ctx context.Context) (Result, error) {
+	res := Result{Delivered: []Delivery{}}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return res, fmt.Errorf("pull: %w", err)
 	}
@@ -165,7 +166,7 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 var errSkipped = errors.New("skipped")
 
 func fatal(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || IsUnauthorized(err)
+	return ctx.Err() != nil || client.IsUnauthorized(err)
 }
 
 func joinErrors(errs []*FileError) error {
@@ -182,7 +183,7 @@ func joinErrors(errs []*FileError) error {
 // recover finishes every recorded delivery. It returns the records it
 // could not ack yet. Partial downloads without a record stay, for deliver
 // to resume; dropStaleParts removes those the list no longer shows.
-func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]record, error) {
+func (p *Puller) recover(ctx context.Context, res *Result) (map[uuid.UUID]record, error) {
 	state := filepath.Join(p.dir, StateDirName)
 	entries, err := os.ReadDir(state)
 	if err != nil {
@@ -222,7 +223,7 @@ func (p *Puller) recover(ctx context.Context, res *PullResult) (map[uuid.UUID]re
 // dropStaleParts removes the partial downloads (<file_id>.part without a
 // record) of files the list does not show: acked elsewhere, expired or
 // swept, they can never be resumed.
-func dropStaleParts(state string, listed []File) error {
+func dropStaleParts(state string, listed []client.File) error {
 	entries, err := os.ReadDir(state)
 	if err != nil {
 		return fmt.Errorf("pull: %w", err)
@@ -246,17 +247,17 @@ func dropStaleParts(state string, listed []File) error {
 
 // deliver downloads f into its .part, verifies it, records its final
 // name, places it and acks it.
-func (p *Puller) deliver(ctx context.Context, f File) (Delivery, error) {
+func (p *Puller) deliver(ctx context.Context, f client.File) (Delivery, error) {
 	state := filepath.Join(p.dir, StateDirName)
 	part := filepath.Join(state, f.FileID.String()+".part")
 	if err := p.download(ctx, f, part); err != nil {
 		// A transfer cut short keeps its part for the next pull to resume;
 		// bytes that fail verification, or a file that is gone, do not.
-		if IsNotFound(err) {
+		if client.IsNotFound(err) {
 			_ = os.Remove(part)
 			return Delivery{}, errSkipped
 		}
-		if errors.Is(err, ErrIntegrity) {
+		if errors.Is(err, client.ErrIntegrity) {
 			_ = os.Remove(part)
 		}
 		return Delivery{}, err
@@ -279,7 +280,7 @@ func (p *Puller) deliver(ctx context.Context, f File) (Delivery, error) {
 // the rest is asked for (Range); the whole file is verified, the part's
 // bytes hashed first. A part that is not shorter than the file is
 // started over.
-func (p *Puller) download(ctx context.Context, f File, part string) (err error) {
+func (p *Puller) download(ctx context.Context, f client.File, part string) (err error) {
 	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
@@ -326,7 +327,7 @@ func (p *Puller) download(ctx context.Context, f File, part string) (err error) 
 	if n, err := io.Copy(hw, io.LimitReader(out, have)); err != nil || n != have {
 		return fmt.Errorf("download: read %s: %d of %d bytes: %v", part, n, have, err)
 	}
-	if _, err := p.client.resume(ctx, p.ws, f, have, h, w, restart); err != nil {
+	if _, err := p.client.Resume(ctx, p.ws, f, have, h, w, restart); err != nil {
 		return err
 	}
 	if err := out.Sync(); err != nil {
@@ -350,7 +351,7 @@ func (p *Puller) finish(ctx context.Context, rec record, recovered bool) (Delive
 	switch {
 	case err == nil:
 		d.Acked = true
-	case IsNotFound(err):
+	case client.IsNotFound(err):
 		// Expired or swept meanwhile: nothing left to ack; the file stays.
 	default:
 		return d, err

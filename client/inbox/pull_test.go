@@ -1,4 +1,4 @@
-package client_test
+package inbox_test
 
 import (
 	"bytes"
@@ -18,11 +18,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
 func stateEntries(t *testing.T, dir string) []string {
-	ents, _ := os.ReadDir(filepath.Join(dir, client.StateDirName))
+	ents, _ := os.ReadDir(filepath.Join(dir, inbox.StateDirName))
 	var out []string
 	for _, e := range ents {
 		if e.Name() != "lock" {
@@ -50,7 +51,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+	res, err := inbox.New(wsc, ws, dir).Pull(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 			t.Errorf("%s: not acked", d.Path)
 		}
 	}
-	got := apptest.DirFiles(t, dir, client.StateDirName)
+	got := apptest.DirFiles(t, dir, inbox.StateDirName)
 	if len(got) != 4 || string(got["same.txt"]) != "mine" || !bytes.Equal(got["x_y.bin"], three) {
 		t.Fatalf("files: got %d: %v", len(got), keys(got))
 	}
@@ -73,7 +74,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 	if st := stateEntries(t, dir); len(st) != 0 {
 		t.Fatalf("state left: %v", st)
 	}
-	res, err = client.NewPuller(wsc, ws, dir).Pull(ctx)
+	res, err = inbox.New(wsc, ws, dir).Pull(ctx)
 	if err != nil || len(res.Delivered) != 0 || res.Pending != 0 {
 		t.Fatalf("second pull: got %+v, %v; want nothing", res, err)
 	}
@@ -125,20 +126,20 @@ func TestPullStoppedBeforeAck(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"error":"invalid workspace auth token"}` + "\n"))
 	}), tok)
-	if _, err := client.NewPuller(refusing, ws, dir).Pull(ctx); !client.IsUnauthorized(err) {
+	if _, err := inbox.New(refusing, ws, dir).Pull(ctx); !client.IsUnauthorized(err) {
 		t.Fatalf("got %v, want the refused ack", err)
 	}
 	if files, _ := wsc.List(ctx, ws); len(files) != 1 {
 		t.Fatalf("after the crash: %d pending, want 1 (unacked)", len(files))
 	}
-	if got := apptest.DirFiles(t, dir, client.StateDirName); !bytes.Equal(got["a.bin"], data) || len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, inbox.StateDirName); !bytes.Equal(got["a.bin"], data) || len(got) != 1 {
 		t.Fatalf("after the crash: got %v", keys(got))
 	}
-	res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+	res, err := inbox.New(wsc, ws, dir).Pull(ctx)
 	if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Recovered || !res.Delivered[0].Acked {
 		t.Fatalf("second pull: got %+v, %v", res, err)
 	}
-	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 {
+	if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 1 {
 		t.Fatalf("copies: got %v, want one", keys(got))
 	}
 	if files, _ := wsc.List(ctx, ws); len(files) != 0 {
@@ -173,7 +174,7 @@ func TestPullRecoveryStates(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			state := filepath.Join(dir, client.StateDirName)
+			state := filepath.Join(dir, inbox.StateDirName)
 			must(t, os.Mkdir(state, 0o700))
 			id := staged[0].FileID.String()
 			part := filepath.Join(state, id+".part")
@@ -185,11 +186,11 @@ func TestPullRecoveryStates(t *testing.T) {
 			} else {
 				must(t, os.WriteFile(part, []byte("dat"), 0o600)) // a download cut short
 			}
-			res, err := client.NewPuller(wsc, ws, dir).Pull(ctx)
+			res, err := inbox.New(wsc, ws, dir).Pull(ctx)
 			if err != nil || len(res.Delivered) != 1 || !res.Delivered[0].Acked {
 				t.Fatalf("pull: got %+v, %v", res, err)
 			}
-			got := apptest.DirFiles(t, dir, client.StateDirName)
+			got := apptest.DirFiles(t, dir, inbox.StateDirName)
 			if len(got) != len(tc.want) {
 				t.Fatalf("files: got %v, want %v", keys(got), tc.want)
 			}
@@ -226,11 +227,11 @@ func TestPullRefusesTamperedBytes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	c := mustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
-	res, err := client.NewPuller(c, ws, dir).Pull(ctx)
+	res, err := inbox.New(c, ws, dir).Pull(ctx)
 	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 {
 		t.Fatalf("got %+v, %v; want one integrity error", res, err)
 	}
-	if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 0 {
+	if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 0 {
 		t.Fatalf("files: got %v, want none", keys(got))
 	}
 	if st := stateEntries(t, dir); len(st) != 0 {
@@ -250,7 +251,7 @@ func TestPullLocked(t *testing.T) {
 	inner := make(chan error, 1)
 	// Hold the lock from a first pull (at its ack) while a second one tries.
 	holding := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		_, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t))
+		_, err := inbox.New(wsc, ws, dir).Pull(ctxT(t))
 		inner <- err
 		next.ServeHTTP(w, r)
 	}), tok)
@@ -258,10 +259,10 @@ func TestPullLocked(t *testing.T) {
 	if _, err := admin.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("l.txt", "", []byte("x"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.NewPuller(holding, ws, dir).Pull(ctxT(t)); err != nil {
+	if _, err := inbox.New(holding, ws, dir).Pull(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-inner; !errors.Is(err, client.ErrLocked) {
+	if err := <-inner; !errors.Is(err, inbox.ErrLocked) {
 		t.Fatalf("second pull: got %v, want ErrLocked", err)
 	}
 }
@@ -320,7 +321,7 @@ func TestPullResumesPart(t *testing.T) {
 			}
 			id := staged[0].FileID.String()
 			dir := t.TempDir()
-			state := filepath.Join(dir, client.StateDirName)
+			state := filepath.Join(dir, inbox.StateDirName)
 			if err := os.Mkdir(state, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -331,9 +332,9 @@ func TestPullResumesPart(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(state, id+".part"), part, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			puller := client.NewPuller(wsc, ws, dir)
+			puller := inbox.New(wsc, ws, dir)
 			shown := &countingProgress{}
-			puller.Progress = func(client.File) client.Progress { return shown }
+			puller.Progress = func(client.File) inbox.Progress { return shown }
 			res, err := puller.Pull(ctx)
 			if got, _ := ranges.Load(id); got != fmt.Sprintf("bytes=%d-", tc.have) {
 				t.Errorf("content request: Range %q, want bytes=%d-", got, tc.have)
@@ -348,7 +349,7 @@ func TestPullResumesPart(t *testing.T) {
 				if files, _ := wsc.List(ctx, ws); len(files) != 1 {
 					t.Fatalf("after the integrity error: %d pending, want 1", len(files))
 				}
-				res, err = client.NewPuller(wsc, ws, dir).Pull(ctx)
+				res, err = inbox.New(wsc, ws, dir).Pull(ctx)
 				if got, _ := ranges.Load(id); got != "" {
 					t.Errorf("pull after the deleted part: Range %q, want none", got)
 				}
@@ -359,7 +360,7 @@ func TestPullResumesPart(t *testing.T) {
 			if !tc.corrupt && !tc.ignore && shown.n != tc.size {
 				t.Errorf("progress: shown %d bytes, want the file's %d (the part's and the rest)", shown.n, tc.size)
 			}
-			if got := apptest.DirFiles(t, dir, client.StateDirName); len(got) != 1 || !bytes.Equal(got["r.bin"], data) {
+			if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 1 || !bytes.Equal(got["r.bin"], data) {
 				t.Fatalf("files: got %v (r.bin %d bytes), want r.bin byte-exact (%d)", keys(got), len(got["r.bin"]), len(data))
 			}
 			if st := stateEntries(t, dir); len(st) != 0 {
@@ -379,7 +380,7 @@ func TestPullDropsStalePart(t *testing.T) {
 	ws := uuid.New()
 	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
 	dir := t.TempDir()
-	state := filepath.Join(dir, client.StateDirName)
+	state := filepath.Join(dir, inbox.StateDirName)
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestPullDropsStalePart(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.NewPuller(wsc, ws, dir).Pull(ctxT(t)); err != nil {
+	if _, err := inbox.New(wsc, ws, dir).Pull(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	if st := stateEntries(t, dir); len(st) != 0 {
