@@ -485,3 +485,29 @@ func TestFileCapFromLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaExceeded: a refusal for the workspace's quota is its own
+// error, with the quota's numbers, and never taken for a too-large file.
+func TestQuotaExceeded(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"WORKSPACE_MAX_PENDING_FILES": "64"}})
+	ws := uuid.New()
+	c, err := client.New(srv.URL, srv.AdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]client.UploadFile, 64)
+	for i := range files {
+		files[i] = client.BytesFile(fmt.Sprintf("f%d.txt", i), "text/plain", []byte("x"))
+	}
+	if _, err := c.Upload(ctxT(t), ws, files); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Upload(ctxT(t), ws, files[:1])
+	var ae *client.APIError
+	if !client.IsQuotaExceeded(err) || client.IsTooLarge(err) || !errors.As(err, &ae) {
+		t.Fatalf("got %v, want a quota refusal", err)
+	}
+	if q, ok := ae.Quota(); !ok || q.Quota != "pending_files" || q.Limit != 64 || q.Pending != 64 || q.Adding != 1 {
+		t.Fatalf("quota: %+v", q)
+	}
+}

@@ -30,12 +30,38 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 	}
 	fmt.Fprintf(&b, "%d %s", e.Status, e.Message)
+	if q, ok := e.Quota(); ok {
+		fmt.Fprintf(&b, " (%s: %d waiting + %d would pass %d)", q.Quota, q.Pending, q.Adding, q.Limit)
+		return b.String()
+	}
 	for _, k := range []string{"filename", "upload_id", "size", "max"} {
 		if v, ok := e.Fields[k]; ok {
 			fmt.Fprintf(&b, " (%s %v)", k, v)
 		}
 	}
 	return b.String()
+}
+
+// QuotaExceeded is the workspace quota a request was refused for: 409
+// "workspace quota exceeded", naming the quota ("pending_bytes" or
+// "pending_files"), its limit, what waits and what the request would add.
+// Nothing of the request was stored; acks (or time: files expire) make
+// room.
+type QuotaExceeded struct {
+	Quota                  string
+	Limit, Pending, Adding int64
+}
+
+// Quota returns the quota e refused the request for, if it did.
+func (e *APIError) Quota() (QuotaExceeded, bool) {
+	q, ok := e.Fields["quota"].(string)
+	if e.Status != http.StatusConflict || !ok {
+		return QuotaExceeded{}, false
+	}
+	limit, _ := e.Int("limit")
+	pending, _ := e.Int("pending")
+	adding, _ := e.Int("adding")
+	return QuotaExceeded{Quota: q, Limit: limit, Pending: pending, Adding: adding}, true
 }
 
 // Int returns the numeric field k of the body ("max", "size") and whether
@@ -102,6 +128,17 @@ func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthori
 // code "unavailable"), a 429, a gateway's 502/504, or no answer at all.
 // The client has already retried such errors where that was safe.
 func IsUnavailable(err error) bool { return retryable(err) }
+
+// IsQuotaExceeded reports whether err is a refusal for the workspace's
+// quota (APIError.Quota tells which, and by how much).
+func IsQuotaExceeded(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	_, ok := ae.Quota()
+	return ok
+}
 
 // IsTooLarge reports whether err is a 413, or ErrTooLarge.
 func IsTooLarge(err error) bool {

@@ -51,7 +51,9 @@ export type PendingUploadsErrorCode =
   | "empty"
   | "too_large"
   | "digest_mismatch"
-  | "bad_response";
+  | "bad_response"
+  /** 409: the workspace's quota on what waits; body names the quota, limit, pending and adding. */
+  | "quota_exceeded";
 
 export declare class PendingUploadsError extends Error {
   constructor(

@@ -34,7 +34,8 @@ const BACKOFF_MAX_MS = 4_000;
  * answer arrived: a network error, a CORS refusal, an abort, a check made
  * before sending); body is the parsed JSON error body when there was one;
  * code is one of "http", "network", "timeout", "aborted", "invalid",
- * "empty", "too_large", "digest_mismatch", "bad_response". staged lists
+ * "empty", "too_large", "digest_mismatch", "bad_response", "quota_exceeded"
+ * (409: the workspace's quota on what waits; body names it). staged lists
  * the files that earlier requests of the same uploadFiles call did stage
  * before the failure (the server keeps those).
  */
@@ -140,6 +141,10 @@ function parseErrorBody(text) {
 function httpError(op, status, text) {
   const body = parseErrorBody(String(text || "").slice(0, MAX_ERROR_BODY));
   const msg = body && typeof body.error === "string" ? body.error : `HTTP ${status}`;
+  if (status === 409 && body && typeof body.quota === "string") {
+    // The workspace's mailbox is full: nothing was stored.
+    return new PendingUploadsError(`${op}: ${msg} (${body.quota}: ${body.pending} waiting + ${body.adding} would pass ${body.limit})`, { status, body, code: "quota_exceeded" });
+  }
   return new PendingUploadsError(`${op}: ${msg}`, { status, body, code: "http" });
 }
 

@@ -162,6 +162,8 @@ func explain(err error) string {
 		return fmt.Sprintf("the server refused the token (%d %s): it is unknown, revoked, or the token of another workspace. Check --workspace and the token (PENDINGUPLOADS_TOKEN).", ae.Status, ae.Message)
 	case errors.Is(err, inbox.ErrLocked):
 		return err.Error() + " (wait for it, or stop it)"
+	case client.IsQuotaExceeded(err):
+		return err.Error() + " (the workspace's mailbox is full: nothing was stored; its files must be pulled and acked, or expire, first)"
 	case client.IsUnavailable(err):
 		return err.Error() + " (the server or its storage is unavailable; retried, try again shortly)"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -28,6 +28,12 @@ type Config struct {
 	MaxRequestBytes int64  // MAX_REQUEST_BYTES
 	MaxFileBytes    int64  // MAX_FILE_BYTES: the per-file cap
 
+	// WorkspaceMaxPendingBytes and WorkspaceMaxPendingFiles
+	// (WORKSPACE_MAX_PENDING_BYTES, _FILES) bound what one workspace may
+	// have waiting, unacked and unexpired; 0 turns either off.
+	WorkspaceMaxPendingBytes int64
+	WorkspaceMaxPendingFiles int64
+
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
 
@@ -72,6 +78,10 @@ const (
 	DefaultMaxRequestBytes = limits.DefaultRequestBytes
 	DefaultMaxFileBytes    = limits.DefaultFileBytes
 	DefaultUploadTTL       = 24 * time.Hour
+	// DefaultWorkspaceMaxPendingBytes and DefaultWorkspaceMaxPendingFiles
+	// are the quota: 5 GiB and 10,000 files waiting per workspace.
+	DefaultWorkspaceMaxPendingBytes = 5 << 30
+	DefaultWorkspaceMaxPendingFiles = 10_000
 	DefaultAckRetention    = time.Hour
 
 	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
@@ -122,6 +132,10 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, MaxFileBytesCap)
 	add(err)
 	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
+	add(err)
+	c.WorkspaceMaxPendingBytes, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_BYTES", "bytes", DefaultWorkspaceMaxPendingBytes, c.MaxFileBytes, 1<<40)
+	add(err)
+	c.WorkspaceMaxPendingFiles, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_FILES", "files", DefaultWorkspaceMaxPendingFiles, limits.MaxFiles, 10_000_000)
 	add(err)
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	add(err)
@@ -204,6 +218,20 @@ func bytesVar(getenv func(string) string, name string, def, lo, hi int64) (int64
 	}
 	if n < lo || n > hi {
 		return 0, fmt.Errorf("%s: want %d to %d bytes, got %d", name, lo, hi, n)
+	}
+	return n, nil
+}
+
+// quotaVar reads a quota: 0 (off), or lo to hi (a quota under one
+// request's worth would refuse every full request).
+func quotaVar(getenv func(string) string, name, unit string, def, lo, hi int64) (int64, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || (n != 0 && (n < lo || n > hi)) {
+		return 0, fmt.Errorf("%s: want %d to %d %s, or 0 for no quota, got %q", name, lo, hi, unit, v)
 	}
 	return n, nil
 }

@@ -100,11 +100,11 @@ func TestStatusesDeclared(t *testing.T) {
 	doc := loadDocument(t)
 	want := map[string][]string{
 		"POST /workspaces/{workspaceId}/chat/uploads":                    {"200", "400", "401", "403", "404", "405", "409", "413", "500", "503"},
-		"POST /workspaces/{workspaceId}/chat/uploads/presign":            {"200", "400", "401", "403", "404", "405", "413", "500", "503"},
+		"POST /workspaces/{workspaceId}/chat/uploads/presign":            {"200", "400", "401", "403", "404", "405", "409", "413", "500", "503"},
 		"GET /workspaces/{workspaceId}/pending-uploads":                  {"200", "400", "401", "403", "405", "500", "503"},
 		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content": {"200", "206", "307", "400", "401", "403", "404", "405", "416", "500", "503"},
 		"POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack":    {"200", "400", "401", "403", "404", "405", "500", "503"},
-		"GET /uploads/limits": {"200", "405"},
+		"GET /uploads/limits": {"200", "400", "405"},
 		"OPTIONS /workspaces/{workspaceId}/pending-uploads/{fileId}/content": {"204"},
 	}
 	for key, statuses := range want {

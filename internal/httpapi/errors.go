@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -89,6 +90,11 @@ func errDuplicateUploadID(id string) *Error {
 	return &Error{Status: http.StatusBadRequest, Message: "duplicate upload_id", Fields: map[string]any{"upload_id": id}}
 }
 
+func errQuota(q *pendinguploads.QuotaError) *Error {
+	return &Error{Status: http.StatusConflict, Message: "workspace quota exceeded",
+		Fields: map[string]any{"quota": q.Quota, "limit": q.Limit, "pending": q.Pending, "adding": q.Adding}}
+}
+
 func errNotReceived(id string) *Error {
 	return &Error{Status: http.StatusConflict, Message: "upload not received", Fields: map[string]any{"upload_id": id}}
 }
@@ -128,6 +134,9 @@ func (a *API) answerFor(err error) *Error {
 	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); ok {
 		return errNotReceived(nr.UploadID.String())
 	}
+	if q, ok := errors.AsType[*pendinguploads.QuotaError](err); ok {
+		return errQuota(q)
+	}
 	if pendinguploads.IsUnavailable(err) {
 		return errStorageDown
 	}
@@ -146,7 +155,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if err != error(e) {
 		args = append(args, "reason", err.Error())
 	}
-	for _, k := range []string{"filename", "size", "max", "upload_id"} {
+	for _, k := range []string{"filename", "size", "max", "upload_id", "quota", "limit", "pending", "adding"} {
 		if v, ok := e.Fields[k]; ok {
 			args = append(args, k, v)
 		}
@@ -159,6 +168,9 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if id := auth.FromContext(r.Context()); id != nil {
 		args = append(args, id.LogAttrs()...)
+	}
+	if _, ok := e.Fields["quota"]; ok {
+		a.Metrics.Count(metrics.QuotaRefused, nil, 1, nil)
 	}
 	switch {
 	case e.Status >= 500:

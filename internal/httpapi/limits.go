@@ -9,6 +9,9 @@ type Limits struct {
 	PerRequestBytes          int64 `json:"per_request_bytes"`
 	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
 	Presign                  bool  `json:"presign"`
+	// The workspace quota on what waits (null: none).
+	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
+	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
 }
 
 // Limits returns the limits in force: the store's per-file cap
@@ -20,7 +23,17 @@ func (a *API) Limits() Limits {
 		PerRequestBytes:          a.maxRequest(),
 		MaxAttachmentsPerMessage: MaxFiles,
 		Presign:                  a.PresignOffered || a.store.Presigns(),
+		WorkspaceMaxPendingBytes: positive(a.store.MaxPendingBytes),
+		WorkspaceMaxPendingFiles: positive(a.store.MaxPendingFiles),
 	}
+}
+
+// positive is &n, or nil for 0 (off).
+func positive(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
 }
 
 // limits is GET /uploads/limits: public (no token), cacheable 5 minutes.

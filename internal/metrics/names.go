@@ -16,6 +16,14 @@ const (
 	// Acked counts files acked for the first time; a repeated ack (or
 	// one that raced a sweep) answers 200 but is not counted.
 	Acked = "pending_uploads_acked"
+	// QuotaRefused counts uploads, presigns and commits refused for the
+	// workspace's quota (409 workspace quota exceeded).
+	QuotaRefused = "pending_uploads_quota_refused"
+	// WorkspaceMaxPendingBytes and WorkspaceMaxPendingFiles are what the
+	// fullest workspace has waiting (by bytes, and by files), measured by
+	// each sweep: how near the quota the nearest workspace is.
+	WorkspaceMaxPendingBytes = "pending_uploads_workspace_max_pending_bytes"
+	WorkspaceMaxPendingFiles = "pending_uploads_workspace_max_pending_files"
 	// BacklogFiles is the number of files waiting (neither acked nor
 	// expired), measured by each sweep.
 	BacklogFiles = "pending_uploads_backlog_files"

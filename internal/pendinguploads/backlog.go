@@ -3,6 +3,8 @@ package pendinguploads
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // BacklogScanLimit bounds the rows one Backlog reads. A larger backlog is
@@ -21,6 +23,11 @@ type Backlog struct {
 	// Truncated says the scan stopped at BacklogScanLimit files: Files
 	// and Bytes are then lower bounds.
 	Truncated bool
+	// The fullest workspaces, against the quota: the most bytes waiting
+	// in one workspace (and which), and the most files.
+	FullestWorkspace  uuid.UUID
+	WorkspaceMaxBytes int64
+	WorkspaceMaxFiles int64
 }
 
 // Backlog measures the backlog in one statement, on the database's clock.
@@ -31,13 +38,22 @@ type Backlog struct {
 func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
 	var ageSeconds float64
+	var fullest *uuid.UUID
 	err := s.db.QueryRow(ctx, `
+		WITH waiting AS (
+		    SELECT workspace_id, size_bytes, created_at FROM pending_uploads
+		    WHERE acked_at IS NULL AND expires_at > now()
+		    ORDER BY expires_at
+		    LIMIT $1
+		), per_ws AS (
+		    SELECT workspace_id, count(*) AS files, sum(size_bytes)::bigint AS bytes FROM waiting GROUP BY workspace_id
+		)
 		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint,
-		       coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
-		FROM (SELECT size_bytes, created_at FROM pending_uploads
-		      WHERE acked_at IS NULL AND expires_at > now()
-		      ORDER BY expires_at
-		      LIMIT $1) AS waiting`, BacklogScanLimit).Scan(&b.Files, &b.Bytes, &ageSeconds)
+		       coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
+		       (SELECT workspace_id FROM per_ws ORDER BY bytes DESC LIMIT 1),
+		       (SELECT coalesce(max(bytes), 0) FROM per_ws)::bigint,
+		       (SELECT coalesce(max(files), 0) FROM per_ws)::bigint
+		FROM waiting`, BacklogScanLimit).Scan(&b.Files, &b.Bytes, &ageSeconds, &fullest, &b.WorkspaceMaxBytes, &b.WorkspaceMaxFiles)
 	if err != nil {
 		return Backlog{}, wrap("backlog", err)
 	}
@@ -45,5 +61,8 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 		b.OldestAge = time.Duration(ageSeconds * float64(time.Second))
 	}
 	b.Truncated = b.Files >= BacklogScanLimit
+	if fullest != nil {
+		b.FullestWorkspace = *fullest
+	}
 	return b, nil
 }

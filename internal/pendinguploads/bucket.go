@@ -37,6 +37,14 @@ type Bucket interface {
 	// PresignGet signs a GET of key whose answer carries the given
 	// Content-Disposition and Content-Type.
 	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)
+	// List returns up to limit objects under prefix, in key order.
+	List(ctx context.Context, prefix string, limit int) ([]Blob, error)
+}
+
+// Blob is an object as Bucket.List lists it.
+type Blob struct {
+	Key      string
+	Modified time.Time
 }
 
 // PartialDeleteError is the error of a Bucket.Delete that removed some

@@ -201,8 +201,15 @@ func (s *Store) claimAndInsert(ctx context.Context, check *auth.Check, workspace
 	for i, r := range recs {
 		fileIDs[i] = r.FileID
 	}
+	q := s.quotaFor(int64(len(recs)), total(recs))
 	b := &pgx.Batch{}
 	check.Queue(b)
+	q.queue(b, check, workspaceID, true)
+	// The claim and the rows hold together: each statement takes its
+	// part only when the uploads are all there, the deadline has not
+	// passed, the identity is allowed and the files fit the quota; the
+	// rows, also only beside their claims.
+	claimQuota, claimArgs := q.cond(3, 6)
 	b.Queue(`
 		WITH locked AS MATERIALIZED (
 		    SELECT upload_id FROM presigned_uploads
@@ -211,15 +218,15 @@ func (s *Store) claimAndInsert(ctx context.Context, check *auth.Check, workspace
 		)
 		UPDATE presigned_uploads p SET file_id = c.file_id
 		FROM unnest($1::uuid[], $2::uuid[]) AS c(upload_id, file_id)
-		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality($1::uuid[])
-		  AND ($5::timestamptz IS NULL OR now() <= $5) AND `+check.Guard(4, 3),
-		uuidArray(ids), uuidArray(fileIDs), workspaceID, check.Arg(), deadlineOf(ctx))
-	// The rows go in only beside their claims, in the same transaction.
-	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, make([][]byte, len(recs)), `
+		WHERE `+and(`p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality($1::uuid[])
+		  AND ($5::timestamptz IS NULL OR now() <= $5) AND `+check.Guard(4, 3), claimQuota),
+		append([]any{uuidArray(ids), uuidArray(fileIDs), workspaceID, check.Arg(), deadlineOf(ctx)}, claimArgs...)...)
+	insQuota, insArgs := q.cond(1, 13)
+	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, make([][]byte, len(recs)), and(`
 		    (SELECT count(*) FROM presigned_uploads p JOIN unnest($12::uuid[], $5::uuid[]) AS c(upload_id, file_id)
-		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($12::uuid[])`,
-		ids)
-	return s.finish(ctx, b, check, ins, recs)
+		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($12::uuid[])`, insQuota),
+		append([]any{uuidArray(ids)}, insArgs...)...)
+	return s.finish(ctx, b, check, ins, q, recs)
 }
 
 // deadlineOf is ctx's deadline, or nil.
@@ -358,15 +365,24 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 	if err != nil {
 		return err
 	}
+	var bytes int64
+	for _, it := range items {
+		bytes += it.SizeBytes
+	}
+	// The quota, early: without the workspace's lock (the commit checks
+	// it exactly).
+	q := s.quotaFor(int64(len(items)), bytes)
 	b := &pgx.Batch{}
 	check.Queue(b)
+	q.queue(b, check, workspaceID, false)
+	quotaCond, quotaArgs := q.cond(8, 10)
 	var inserted int64
 	b.Queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at)
 		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + $6::bigint * interval '1 microsecond'
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $9::bytea[]) AS u(id, ws, name, type, size, sha256)
-		WHERE `+check.Guard(7, 8),
-		uuidArray(ids), uuidArray(wss), names, types, sizes, commitWindow.Microseconds(), check.Arg(), workspaceID, sums).Exec(func(tag pgconn.CommandTag) error {
+		WHERE `+and(check.Guard(7, 8), quotaCond),
+		append([]any{uuidArray(ids), uuidArray(wss), names, types, sizes, commitWindow.Microseconds(), check.Arg(), workspaceID, sums}, quotaArgs...)...).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
@@ -377,6 +393,9 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 		return tokenError(err)
 	}
 	if inserted != int64(len(items)) {
+		if err := q.refusal(); err != nil {
+			return err
+		}
 		return fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
 	}
 	return nil

@@ -65,9 +65,12 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	if err != nil {
 		return nil, err
 	}
+	q := s.quotaFor(int64(len(recs)), total(recs))
 	if toBucket {
-		if err := s.tokens.Verify(ctx, id, &workspaceID); err != nil {
-			return nil, tokenError(err)
+		// Nothing goes to the bucket for a caller not allowed, nor over
+		// the quota: both checked first, in a round trip of their own.
+		if err := s.precheck(ctx, check, q, workspaceID); err != nil {
+			return nil, err
 		}
 		if err := s.writeObjects(ctx, files, recs); err != nil {
 			return nil, err
@@ -75,23 +78,56 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	b := &pgx.Batch{}
 	check.Queue(b)
-	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, contents, "")
-	if err := s.finish(ctx, b, check, ins, recs); err != nil {
+	q.queue(b, check, workspaceID, true)
+	cond, args := q.cond(1, 12)
+	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, contents, cond, args...)
+	if err := s.finish(ctx, b, check, ins, q, recs); err != nil {
 		return nil, err
 	}
 	return recs, nil
 }
 
+// total is the size of recs' files.
+func total(recs []Record) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.SizeBytes
+	}
+	return n
+}
+
+// precheck checks, in one round trip, that check's identity may act on
+// workspaceID and that q fits what waits there now (without the
+// workspace's lock: the batch that stores checks it again, exactly).
+func (s *Store) precheck(ctx context.Context, check *auth.Check, q *quota, workspaceID uuid.UUID) error {
+	b := &pgx.Batch{}
+	check.Queue(b)
+	q.queue(b, check, workspaceID, false)
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return wrap("check", err)
+	}
+	if err := check.Settle(); err != nil {
+		return tokenError(err)
+	}
+	return q.refusal()
+}
+
 // finish sends a staging batch (Stage's or Commit's) and settles it:
 // the rows are stored, or nothing is, and then the objects written for
-// recs are deleted when that is certain. errClaimLost when the batch ran
-// and stored nothing though the token check passed (Commit's claim could
-// not take its uploads).
-func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins *inserted, recs []Record) error {
+// recs are deleted when that is certain. When the batch ran and stored
+// nothing though the token check passed: a *QuotaError when q refused it,
+// else errClaimLost (Commit's claim could not take its uploads).
+func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins *inserted, q *quota, recs []Record) error {
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		// The batch was its own transaction: if its answer was lost it
-		// may have committed, and then the objects must stay.
-		if !commitOutcomeUnknown(err) {
+		// may have committed, and then the objects must stay; the sweep
+		// deletes them if it did not (markOrphans).
+		if commitOutcomeUnknown(err) {
+			s.markOrphans(ctx, recs)
+		} else {
 			s.discard(ctx, recs)
 		}
 		return wrap("stage", err)
@@ -107,6 +143,9 @@ func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins
 		s.discard(ctx, recs)
 		if ins.deadline != nil && !time.Now().Before(*ins.deadline) {
 			return wrap("stage", fmt.Errorf("ran after the request's deadline: %w", context.DeadlineExceeded))
+		}
+		if err := q.refusal(); err != nil {
+			return err
 		}
 		return errClaimLost
 	}
@@ -240,6 +279,25 @@ func (s *Store) discard(ctx context.Context, recs []Record) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
 	defer cancel()
 	_ = s.bucket.Delete(dctx, keys)
+}
+
+// markOrphans marks, best-effort within CleanupBudget, the objects of
+// recs whose rows may or may not have committed (the batch's answer was
+// lost: the deadline, a broken connection): the sweep deletes each one
+// whose row does not exist once the batch can no longer commit
+// (sweepOrphans). A mark the bucket refuses leaves the object to the
+// bucket's backstop rule.
+func (s *Store) markOrphans(ctx context.Context, recs []Record) {
+	if s.bucket == nil {
+		return
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
+	defer cancel()
+	for _, r := range recs {
+		if r.s3Key != "" {
+			_ = s.bucket.Put(mctx, orphanMarker(r.s3Key), []byte(r.s3Key), "")
+		}
+	}
 }
 
 // CleanupBudget bounds the best-effort work done after a failure

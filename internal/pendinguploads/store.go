@@ -3,6 +3,7 @@ package pendinguploads
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,13 +55,21 @@ type Store struct {
 	// SweepBatch bounds the rows one sweep statement deletes, so a large
 	// backlog never holds one long lock (default DefaultSweepBatch).
 	SweepBatch int
+	// MaxPendingBytes and MaxPendingFiles are the per-workspace quota on
+	// what waits, unacked and unexpired (see QuotaError); 0 turns either
+	// off.
+	MaxPendingBytes int64
+	MaxPendingFiles int64
+	// Now is the clock the sweep reads the bucket's object ages against
+	// (New sets time.Now).
+	Now func() time.Time
 }
 
 // New returns a Store over db and, unless bucket is nil, that bucket,
 // checking the identities its calls act for through tokens (over the same
 // database). It does no I/O.
 func New(db DB, bucket Bucket, tokens *auth.Tokens) *Store {
-	return &Store{db: db, bucket: bucket, tokens: tokens}
+	return &Store{db: db, bucket: bucket, tokens: tokens, Now: time.Now}
 }
 
 // Presigns reports whether the Store has a bucket, and so offers
@@ -103,6 +112,15 @@ func (s *Store) sweepBatch() int {
 // never from the file's name. Only the Store writes under objects/.
 func objectKey(workspaceID, fileID uuid.UUID) string {
 	return fmt.Sprintf("objects/%s/%s", workspaceID, fileID)
+}
+
+// orphanPrefix holds a marker for each object written for rows whose
+// commit could not be told (markOrphans): orphans/<workspace>/<file> for
+// objects/<workspace>/<file>.
+const orphanPrefix = "orphans/"
+
+func orphanMarker(objectKey string) string {
+	return orphanPrefix + strings.TrimPrefix(objectKey, "objects/")
 }
 
 // stagingKey is where a presigned upload's client puts the bytes, before

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,9 @@ const DefaultAckRetention = time.Hour
 type SweepResult struct {
 	Acked   int `json:"acked"`   // acked longer ago than the retention
 	Expired int `json:"expired"` // never acked, past expires_at
+	// Orphans are objects written for rows that never committed (a
+	// request whose answer was lost), deleted by this sweep.
+	Orphans int `json:"orphans"`
 }
 
 // maxSweepBatches bounds one Sweep: at the default batch size, ten million
@@ -42,13 +46,85 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	}
 	// Each pass runs even when another failed: a stuck object in one must
 	// not keep the other's rows forever.
-	var errAcked, errExpired, errPresigned error
+	var errAcked, errExpired, errPresigned, errOrphans error
 	res.Acked, errAcked = s.sweepPass(ctx, sweepAcked, ackRetention)
 	res.Expired, errExpired = s.sweepPass(ctx, sweepExpired, 0)
 	// Expired presigns are bookkeeping: not counted; their staging
 	// objects go by the bucket's lifecycle rule.
 	_, errPresigned = s.sweepPresigned(ctx)
-	return res, errors.Join(errAcked, errExpired, errPresigned)
+	res.Orphans, errOrphans = s.sweepOrphans(ctx)
+	return res, errors.Join(errAcked, errExpired, errPresigned, errOrphans)
+}
+
+// Orphan objects: what markOrphans marked.
+const (
+	// orphanGrace is how old a mark must be before the sweep acts on it:
+	// by then the batch whose answer was lost has committed or never will
+	// (the request's deadline guard stops a batch that starts late, and
+	// statement_timeout, 10 s, one that waits on a lock).
+	orphanGrace = time.Minute
+	// maxOrphansPerSweep bounds one sweep's orphan pass; more wait for
+	// the next sweep.
+	maxOrphansPerSweep = 1000
+)
+
+// sweepOrphans deletes each marked object whose row does not exist, and
+// the marks: one listing, one query by primary key, one delete.
+func (s *Store) sweepOrphans(ctx context.Context) (int, error) {
+	if s.bucket == nil {
+		return 0, nil
+	}
+	marks, err := s.bucket.List(ctx, orphanPrefix, maxOrphansPerSweep)
+	if err != nil {
+		return 0, wrap("sweep orphans", err)
+	}
+	var done, objects []string
+	var ids []uuid.UUID
+	keyOf := map[uuid.UUID]string{}
+	for _, m := range marks {
+		if s.Now().Sub(m.Modified) < orphanGrace {
+			continue
+		}
+		done = append(done, m.Key)
+		rest := strings.TrimPrefix(m.Key, orphanPrefix)
+		_, file, ok := strings.Cut(rest, "/")
+		id, err := uuid.Parse(file)
+		if !ok || err != nil {
+			continue // not a mark of ours: dropped
+		}
+		ids = append(ids, id)
+		keyOf[id] = "objects/" + rest
+	}
+	if len(done) == 0 {
+		return 0, nil
+	}
+	rows, err := s.db.Query(ctx, `SELECT file_id FROM pending_uploads WHERE file_id = ANY($1::uuid[])`, uuidArray(ids))
+	if err != nil {
+		return 0, wrap("sweep orphans", err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, wrap("sweep orphans", err)
+		}
+		delete(keyOf, id) // committed after all: the object is its file
+	}
+	if err := rows.Err(); err != nil {
+		return 0, wrap("sweep orphans", err)
+	}
+	for _, k := range keyOf {
+		objects = append(objects, k)
+	}
+	// The objects first, then the marks: a failure in between leaves
+	// marks that the next sweep handles again.
+	if err := s.bucket.Delete(ctx, objects); err != nil {
+		return 0, wrap("sweep orphans", err)
+	}
+	if err := s.bucket.Delete(ctx, done); err != nil {
+		return len(objects), wrap("sweep orphans", err)
+	}
+	return len(objects), nil
 }
 
 type sweepKind struct {

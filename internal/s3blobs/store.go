@@ -44,6 +44,7 @@ type S3API interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
 var _ pendinguploads.Bucket = (*Store)(nil)
@@ -264,4 +265,22 @@ func (s *Store) Digest(ctx context.Context, key string) (int64, []byte, error) {
 		return 0, nil, fmt.Errorf("digest %s: more than %d bytes: %w", key, s.MaxSize, ErrTooLarge)
 	}
 	return n, h.Sum(nil), nil
+}
+
+// List returns up to limit (at most 1000) objects under prefix, in key
+// order, with their last-modified times.
+func (s *Store) List(ctx context.Context, prefix string, limit int) ([]pendinguploads.Blob, error) {
+	out, err := s.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  aws.String(s.bucket),
+		Prefix:  aws.String(prefix),
+		MaxKeys: aws.Int32(int32(min(max(limit, 1), 1000))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	blobs := make([]pendinguploads.Blob, len(out.Contents))
+	for i, o := range out.Contents {
+		blobs[i] = pendinguploads.Blob{Key: aws.ToString(o.Key), Modified: aws.ToTime(o.LastModified)}
+	}
+	return blobs, nil
 }

@@ -21,7 +21,9 @@ type Sweeper interface {
 // Run sweeps once and reports: one log line with the counts and the
 // backlog left, the pending_uploads_swept metric by outcome (acked,
 // expired, and error on failure), and the backlog metrics
-// (pending_uploads_backlog_files, _bytes, _oldest_age_seconds). The
+// (pending_uploads_backlog_files, _bytes, _oldest_age_seconds), and how
+// near the quota the fullest workspace is
+// (pending_uploads_workspace_max_pending_bytes, _files). The
 // backlog is measured after the sweep, even a failed one; failing to
 // measure it is logged and leaves its metrics out (the backlog alarm
 // treats missing data as breaching), but does not fail the run. On a
@@ -32,15 +34,19 @@ func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.L
 	res, err := s.Sweep(ctx, ackRetention)
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeAcked}, float64(res.Acked), nil)
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeExpired}, float64(res.Expired), nil)
-	attrs := []any{"acked", res.Acked, "expired", res.Expired, "ack_retention", ackRetention.String()}
+	attrs := []any{"acked", res.Acked, "expired", res.Expired, "orphans", res.Orphans, "ack_retention", ackRetention.String()}
 	if b, berr := s.Backlog(ctx); berr != nil {
 		log.Warn("backlog not measured", "err", berr)
 	} else {
 		m.Count(metrics.BacklogFiles, nil, float64(b.Files), nil)
 		m.Add(metrics.BacklogBytes, metrics.UnitBytes, nil, float64(b.Bytes), nil)
 		m.Add(metrics.BacklogOldestAge, metrics.UnitSeconds, nil, b.OldestAge.Seconds(), nil)
+		m.Add(metrics.WorkspaceMaxPendingBytes, metrics.UnitBytes, nil, float64(b.WorkspaceMaxBytes), nil)
+		m.Count(metrics.WorkspaceMaxPendingFiles, nil, float64(b.WorkspaceMaxFiles), nil)
 		attrs = append(attrs, "backlog_files", b.Files, "backlog_bytes", b.Bytes,
-			"backlog_oldest_age_s", int64(b.OldestAge.Seconds()), "backlog_truncated", b.Truncated)
+			"backlog_oldest_age_s", int64(b.OldestAge.Seconds()), "backlog_truncated", b.Truncated,
+			"fullest_workspace", b.FullestWorkspace, "fullest_workspace_bytes", b.WorkspaceMaxBytes,
+			"workspace_max_files", b.WorkspaceMaxFiles)
 	}
 	attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
 	if err != nil {

@@ -89,6 +89,7 @@ type canvasResult struct {
 	Status    int    `json:"status"`
 	Body      string `json:"body"`
 	Error     string `json:"error"`
+	Code      string `json:"code"`
 	Staged    []struct{ FileID, URI, Name, SHA256 string }
 	Downloads []struct {
 		Status int    `json:"status"`
@@ -141,10 +142,18 @@ func TestCanvasWithSessionCookie(t *testing.T) {
 	env := cp.Env()
 	env["CORS_ALLOWED_ORIGINS"] = cross.URL
 	env["PUBLIC_ORIGIN"] = same.URL
+	env["WORKSPACE_MAX_PENDING_FILES"] = "64"
 	srv := apptest.NewServer(t, apptest.Options{Env: env})
 	service = rec.wrap(srv.App.API.Mux())
 
-	wsCross, wsSame, wsClient, wsRefused, wsDown, wsAttack := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	wsCross, wsSame, wsClient, wsRefused, wsDown, wsAttack, wsFull := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	full := make([]pendinguploads.File, 64)
+	for i := range full {
+		full[i] = pendinguploads.File{Content: []byte("x"), Filename: "filler.txt"}
+	}
+	if _, err := srv.Store.Stage(context.Background(), auth.AdminIdentity(), wsFull, full); err != nil {
+		t.Fatal(err)
+	}
 	planted, err := srv.Store.Stage(context.Background(), auth.AdminIdentity(), wsAttack,
 		[]pendinguploads.File{{Content: []byte("the victim's file"), Filename: "victim.txt", Mimetype: "text/plain"}})
 	if err != nil {
@@ -167,11 +176,12 @@ func TestCanvasWithSessionCookie(t *testing.T) {
 		{Name: "client", Page: cross.URL + "/index.html", Fn: "viaClient", Args: args(api.URL, wsClient), Cookies: cookie(member)},
 		{Name: "refused", Page: cross.URL + "/index.html", Fn: "uploadAndOpen", Args: args(api.URL, wsRefused), Cookies: cookie("forged-session")},
 		{Name: "down", Page: cross.URL + "/index.html", Fn: "uploadAndOpen", Args: args(api.URL, wsDown), Cookies: cookie(cptest.Broken)},
+		{Name: "full", Page: cross.URL + "/index.html", Fn: "viaClient", Args: args(api.URL, wsFull), Cookies: cookie(member)},
 		{Name: "attacks", Page: foreign.URL + "/index.html", Fn: "attacks", Args: map[string]any{
 			"api": api.URL, "ws": wsAttack.String(), "fileId": planted[0].FileID.String()}, Cookies: cookie(member)},
 	})
 	var got struct {
-		Cross, Same, Client, Refused, Down canvasResult
+		Cross, Same, Client, Refused, Down, Full canvasResult
 		Attacks                            attackResult
 	}
 	decodeSteps(t, res, &got)
@@ -213,6 +223,11 @@ func TestCanvasWithSessionCookie(t *testing.T) {
 		c := got.Client
 		if !c.OK || len(c.Staged) != len(files) || c.Downloaded.SHA256 != sha256Hex(pattern(files[0].Size, files[0].Seed)) {
 			t.Fatalf("uploadFiles and downloadFile with no token: %+v", c)
+		}
+	})
+	t.Run("QuotaRefusal", func(t *testing.T) {
+		if f := got.Full; f.OK || f.Status != http.StatusConflict || f.Code != "quota_exceeded" || !strings.Contains(f.Error, "pending_files") {
+			t.Errorf("an upload to a full workspace through the client module: %+v, want code quota_exceeded", f)
 		}
 	})
 	t.Run("ControlPlaneAskedOnce", func(t *testing.T) {

@@ -56,7 +56,7 @@ export async function viaClient({ api, ws, files }) {
     const d = await pu.downloadFile(api, null, ws, staged[0].file_id);
     return { ok: true, staged, downloaded: { size: d.blob.size, sha256: hex(await crypto.subtle.digest("SHA-256", await d.blob.arrayBuffer())) } };
   } catch (e) {
-    return { ok: false, error: `${e && e.name}: ${e && e.message}`, status: e && e.status };
+    return { ok: false, error: `${e && e.name}: ${e && e.message}`, status: e && e.status, code: e && e.code };
   }
 }
 

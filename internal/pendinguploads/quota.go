@@ -1,0 +1,125 @@
+package pendinguploads
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+)
+
+// The per-workspace quota: what one workspace may have waiting, unacked
+// and unexpired (Store.MaxPendingBytes, Store.MaxPendingFiles; 0 turns
+// either off). Stage and Commit hold it exactly: their batch takes the
+// workspace's lock before it counts, so concurrent calls count one after
+// another and together never pass it. Presign checks it early, without
+// the lock: a commit may still be refused.
+
+// QuotaError is a call refused for the workspace's quota. Nothing is
+// stored.
+type QuotaError struct {
+	// Quota names the quota: "pending_bytes" or "pending_files".
+	Quota string
+	// Limit is the quota; Pending what waits now; Adding what the call
+	// would add.
+	Limit, Pending, Adding int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("workspace quota %s exceeded: %d pending + %d would pass %d", e.Quota, e.Pending, e.Adding, e.Limit)
+}
+
+// quota is one call's check of the quota.
+type quota struct {
+	maxFiles, maxBytes int64 // math.MaxInt64 when off
+	files, bytes       int64 // what the call adds
+	pending            struct{ files, bytes int64 }
+	measured           bool
+}
+
+// quotaFor returns the check of a call adding files of total bytes, or
+// nil when the Store has no quota.
+func (s *Store) quotaFor(files, bytes int64) *quota {
+	if s.MaxPendingBytes <= 0 && s.MaxPendingFiles <= 0 {
+		return nil
+	}
+	q := &quota{maxFiles: s.MaxPendingFiles, maxBytes: s.MaxPendingBytes, files: files, bytes: bytes}
+	if q.maxFiles <= 0 {
+		q.maxFiles = math.MaxInt64
+	}
+	if q.maxBytes <= 0 {
+		q.maxBytes = math.MaxInt64
+	}
+	return q
+}
+
+// pendingSQL counts what workspace $1 has waiting.
+const pendingSQL = `
+	SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
+	WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now()`
+
+// queue adds to b, for a call on workspaceID checked by check: with lock,
+// the workspace's lock (held to the end of the batch's transaction, taken
+// only for an identity allowed on the workspace), then the count of what
+// waits, which the refusal reports. The statement that stores must carry
+// cond, which counts again in its own snapshot, after the lock.
+func (q *quota) queue(b *pgx.Batch, check *auth.Check, workspaceID uuid.UUID, lock bool) {
+	if q == nil {
+		return
+	}
+	if lock {
+		// A transaction-level advisory lock per workspace: concurrent
+		// stages of one workspace count one after the other.
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7226)) WHERE `+check.Guard(2, 1),
+			workspaceID, check.Arg())
+	}
+	b.Queue(pendingSQL+` AND `+check.Guard(2, 1), workspaceID, check.Arg()).QueryRow(func(row pgx.Row) error {
+		q.measured = true
+		return row.Scan(&q.pending.files, &q.pending.bytes)
+	})
+}
+
+// cond is the SQL condition that the call fits the quota, for a
+// statement whose parameter wsArg is the workspace, over its own
+// parameters from first on (args); "" and none without a quota.
+func (q *quota) cond(wsArg, first int) (string, []any) {
+	if q == nil {
+		return "", nil
+	}
+	return fmt.Sprintf(`(SELECT count(*) + $%[2]d::bigint <= $%[3]d::bigint AND coalesce(sum(size_bytes), 0) + $%[4]d::bigint <= $%[5]d::bigint
+		FROM pending_uploads WHERE workspace_id = $%[1]d AND acked_at IS NULL AND expires_at > now())`,
+			wsArg, first, first+1, first+2, first+3),
+		[]any{q.files, q.maxFiles, q.bytes, q.maxBytes}
+}
+
+// refusal is the QuotaError the measured counts show, or nil when the
+// call fits (or nothing was measured).
+func (q *quota) refusal() error {
+	if q == nil || !q.measured {
+		return nil
+	}
+	switch {
+	case q.pending.bytes+q.bytes > q.maxBytes:
+		return &QuotaError{Quota: "pending_bytes", Limit: q.maxBytes, Pending: q.pending.bytes, Adding: q.bytes}
+	case q.pending.files+q.files > q.maxFiles:
+		return &QuotaError{Quota: "pending_files", Limit: q.maxFiles, Pending: q.pending.files, Adding: q.files}
+	}
+	return nil
+}
+
+// and joins SQL conditions, skipping empty ones.
+func and(conds ...string) string {
+	out := ""
+	for _, c := range conds {
+		if c == "" {
+			continue
+		}
+		if out != "" {
+			out += " AND "
+		}
+		out += c
+	}
+	return out
+}
