@@ -82,7 +82,7 @@ const (
 	// are the quota: 5 GiB and 10,000 files waiting per workspace.
 	DefaultWorkspaceMaxPendingBytes = 5 << 30
 	DefaultWorkspaceMaxPendingFiles = 10_000
-	DefaultAckRetention    = time.Hour
+	DefaultAckRetention             = time.Hour
 
 	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
 	// what the schema's CHECK allows (100 MiB).

@@ -182,7 +182,7 @@ func TestCanvasWithSessionCookie(t *testing.T) {
 	})
 	var got struct {
 		Cross, Same, Client, Refused, Down, Full canvasResult
-		Attacks                            attackResult
+		Attacks                                  attackResult
 	}
 	decodeSteps(t, res, &got)
 
