@@ -51,7 +51,7 @@ func TestPlatformSchema(t *testing.T) {
 					t.Fatalf("up #%d: %v", i+1, err)
 				}
 			}
-			if after := tracker(); !slices.Equal(before, after) || len(after) != 5 {
+			if after := tracker(); !slices.Equal(before, after) || len(after) != 8 {
 				t.Fatalf("the platform's schema_migrations changed: %v, then %v", before, after)
 			}
 			assertVersion(t, dsn, migrations.Latest)

@@ -85,7 +85,7 @@ bucket objects), and print the counts.
 
 Flags:
   --ack-retention D  keep acked uploads this long (default: $ACK_RETENTION, 1h)
-  --json             print {"acked":n,"expired":m}
+  --json             print {"acked":n,"expired":m,"orphans":k}
   --timeout D        give up after D (default 5m)
 
 ` + dbEnvUsage + `  CONTENT_BUCKET     the bucket, so that its objects go too (with the
@@ -326,7 +326,11 @@ func runSweep(ctx context.Context, e env, args []string) error {
 			err = werr
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "swept: %d acked, %d expired\n", res.Acked, res.Expired)
+		fmt.Fprintf(e.stdout, "swept: %d acked, %d expired", res.Acked, res.Expired)
+		if res.Orphans > 0 {
+			fmt.Fprintf(e.stdout, ", %d orphan objects", res.Orphans)
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	return err
 }

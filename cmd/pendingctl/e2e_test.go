@@ -412,7 +412,7 @@ func TestDatabaseCommands(t *testing.T) {
 		expect(t, cli(t, apiVars(srv, "", tok), "pull", "--workspace", ws.String(), "--dir", t.TempDir()), 0, "pull")
 		r := cli(t, db, "sweep", "--json")
 		expect(t, r, 0, "sweep")
-		if strings.TrimSpace(r.stdout) != `{"acked":0,"expired":0}` {
+		if strings.TrimSpace(r.stdout) != `{"acked":0,"expired":0,"orphans":0}` {
 			t.Fatalf("sweep: got %q", r.stdout)
 		}
 		r = cli(t, db, "sweep", "--ack-retention", "0s")

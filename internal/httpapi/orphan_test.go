@@ -38,7 +38,6 @@ func keysUnder(t *testing.T, srv *apptest.Server, prefix string) []string {
 // marked, and the first sweep after the batch can no longer commit
 // deletes it, and no object that has a row.
 func TestTimedOutUploadLeavesNoObject(t *testing.T) {
-	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024"}})
 	ws := uuid.New()
 	kept := stage(t, srv, ws, "kept.bin", "application/octet-stream", strings.Repeat("k", 4096))
