@@ -107,3 +107,10 @@ func children(pid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// processAlive reports whether a process pid exists (it may belong to
+// another user: EPERM still means it is there).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
