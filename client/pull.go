@@ -82,12 +82,16 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // PullResult is what one Pull did.
 type PullResult struct {
-	// Pending is how many uploads the list showed.
-	Pending   int        `json:"pending"`
+	// Listed is how many uploads the list showed when the pull began,
+	// before it delivered any.
+	Listed    int        `json:"listed"`
 	Delivered []Delivery `json:"delivered"`
 	// Skipped counts uploads that vanished between list and fetch.
 	Skipped int          `json:"skipped,omitempty"`
 	Errors  []*FileError `json:"-"`
+	// Remaining is how many of the listed uploads are still pending after
+	// the pull: those that failed, and those a stopped pull did not reach.
+	Remaining int `json:"remaining"`
 }
 
 // record is a delivery record, D/.pendinguploads/<file_id>.record: the
@@ -130,7 +134,7 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Pending = len(files)
+	res.Listed, res.Remaining = len(files), len(files)
 	if err := dropStaleParts(state, files); err != nil {
 		return res, err
 	}
@@ -149,6 +153,7 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 		switch {
 		case errors.Is(err, errSkipped):
 			res.Skipped++
+			res.Remaining--
 			continue
 		case err != nil:
 			res.Errors = append(res.Errors, &FileError{FileID: f.FileID, Name: f.Name, Err: err})
@@ -158,6 +163,7 @@ func (p *Puller) Pull(ctx context.Context) (PullResult, error) {
 			continue
 		}
 		res.Delivered = append(res.Delivered, d)
+		res.Remaining--
 	}
 	return res, joinErrors(res.Errors)
 }

@@ -84,9 +84,11 @@ Flags:
 ` + apiFlagsUsage + `  (with --interval, --timeout bounds each round)
 
 Output: one line per file delivered ("delivered PATH (SIZE)"); with --json,
-one JSON object per round: {"pending","delivered":[{"file_id","name",
+one JSON object per round: {"listed","delivered":[{"file_id","name",
 "path","size","sha256","recovered","acked"}],"errors":[{"file_id","name",
-"error"}]}.
+"error"}],"remaining"}: "listed" is how many files the list showed as the
+round began, "remaining" how many of them are still pending after it
+(failed, or not reached).
 
 Exit codes: 0 files delivered (or --interval stopped by a signal), 3 nothing
 was pending (--once), 1 a file failed (the others were still delivered),
@@ -291,7 +293,8 @@ func report(e env, asJSON bool, res client.PullResult, err error) {
 		if err != nil && len(res.Errors) == 0 {
 			errs = append(errs, ferr{Error: explain(err)})
 		}
-		_ = writeJSON(e.stdout, map[string]any{"pending": res.Pending, "delivered": res.Delivered, "skipped": res.Skipped, "errors": errs})
+		_ = writeJSON(e.stdout, map[string]any{"listed": res.Listed, "delivered": res.Delivered, "skipped": res.Skipped,
+			"errors": errs, "remaining": res.Remaining})
 		return
 	}
 	for _, d := range res.Delivered {
