@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -38,7 +39,7 @@ Output: one line per file: its file_id, size and the name the server kept;
 with --json, {"files":[{"file_id","uri","name","mimeType","size","sha256"}]}.
 
 Exit codes: 0 all staged, 1 failure (files listed before the error were
-staged), 2 usage error.
+staged), 2 usage error (a FILE that does not exist included).
 
 Example:
   pendingctl upload --workspace 6f1c2d3e-0000-4000-8000-000000000001 report.pdf photo.jpg
@@ -117,6 +118,9 @@ func runUpload(ctx context.Context, e env, args []string) error {
 	var files []client.UploadFile
 	for _, p := range paths {
 		f, err := client.FileFromPath(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return usagef("no file %s", p)
+		}
 		if err != nil {
 			return err
 		}
