@@ -59,12 +59,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(stderr, nil)))
 	code, err := serve(ctx, getenv, stdout, log, ready)
 	if err != nil {
-		var se *startError
-		if errors.As(err, &se) {
-			fmt.Fprintf(stderr, "devserver: %s\n", se)
-		} else {
-			log.Error("devserver", "err", err.Error())
-		}
+		// A line for a person, not a log record: most are start-up
+		// mistakes, and name the setting and the fix.
+		fmt.Fprintf(stderr, "devserver: %v\n", err)
 	}
 	return code
 }
