@@ -6,10 +6,11 @@ PKGS := ./...
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run test tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
+.PHONY: help run run-s3 test tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
+	@echo "make run-s3  the same in the production shape: large files in a local S3 (moto) it starts, with the bucket made"
 	@echo "make test    every test and check: go mod tidy -diff, goimports, go vet, staticcheck, cfn-lint, go test -race"
 	@echo "make build   every Lambda function as Lambda builds it, into bin/<fn>/bootstrap"
 	@echo "make bench   benchmarks with their baselines and a report"
@@ -18,6 +19,11 @@ help:
 
 run:
 	$(GO) run ./cmd/devserver
+
+# run-s3: make run with LOCAL_S3=1: a moto_server on a loopback port, the
+# bucket made as template.yaml makes it; Ctrl-C stops it with the rest.
+run-s3:
+	LOCAL_S3=1 $(GO) run ./cmd/devserver
 
 test: tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
 

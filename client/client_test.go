@@ -179,6 +179,10 @@ func TestUploadSizeRules(t *testing.T) {
 		if !strings.Contains(err.Error(), "4.0 MiB") || !strings.Contains(err.Error(), "no presigned uploads") {
 			t.Fatalf("message: got %q", err)
 		}
+		// The server's max, a whole number of bytes (it read 4.194304e+06).
+		if !strings.Contains(err.Error(), "(max 4194304 bytes, 4.0 MiB)") || strings.Contains(err.Error(), "e+06") {
+			t.Errorf("message: got %q, want the 413's max as (max 4194304 bytes, 4.0 MiB)", err)
+		}
 		if files, _ := c.List(ctxT(t), ws); len(files) != 0 {
 			t.Fatalf("list: got %d files, want none", len(files))
 		}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,8 @@ import (
 // presigned request). Message is the body's "error" (or, for a body that
 // is not the API's JSON, the status text and the start of the body), Code
 // its "code" ("unavailable" on a 503), and Fields every other field of the
-// body ("filename", "size", "max", "upload_id", …).
+// body ("filename", "size", "max", "upload_id", …; numbers as
+// json.Number).
 type APIError struct {
 	Status  int
 	Message string
@@ -34,8 +36,16 @@ func (e *APIError) Error() string {
 		fmt.Fprintf(&b, " (%s: %d waiting + %d would pass %d)", q.Quota, q.Pending, q.Adding, q.Limit)
 		return b.String()
 	}
-	for _, k := range []string{"filename", "upload_id", "size", "max"} {
+	for _, k := range []string{"filename", "upload_id"} {
 		if v, ok := e.Fields[k]; ok {
+			fmt.Fprintf(&b, " (%s %v)", k, v)
+		}
+	}
+	// size and max are bytes: whole numbers, with their size in words.
+	for _, k := range []string{"size", "max"} {
+		if n, ok := e.Int(k); ok {
+			fmt.Fprintf(&b, " (%s %d bytes, %s)", k, n, humanBytes(n))
+		} else if v, ok := e.Fields[k]; ok {
 			fmt.Fprintf(&b, " (%s %v)", k, v)
 		}
 	}
@@ -159,7 +169,10 @@ func readAPIError(resp *http.Response, op string) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &APIError{Status: resp.StatusCode, Op: op}
 	var body map[string]any
-	if json.Unmarshal(raw, &body) == nil {
+	// Numbers stay json.Number: a byte count reads 4194304, not 4.194304e+06.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&body) == nil {
 		if m, ok := body["error"].(string); ok {
 			e.Message = m
 			delete(body, "error")

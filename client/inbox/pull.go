@@ -83,12 +83,16 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // Result is what one Pull did.
 type Result struct {
-	// Pending is how many uploads the list showed.
-	Pending   int        `json:"pending"`
+	// Listed is how many uploads the list showed when the pull began,
+	// before it delivered any.
+	Listed    int        `json:"listed"`
 	Delivered []Delivery `json:"delivered"`
 	// Skipped counts uploads that vanished between list and fetch.
 	Skipped int          `json:"skipped,omitempty"`
 	Errors  []*FileError `json:"-"`
+	// Remaining is how many of the listed uploads are still pending after
+	// the pull: those that failed, and those a stopped pull did not reach.
+	Remaining int `json:"remaining"`
 }
 
 // record is a delivery record, D/.pendinguploads/<file_id>.record: the
@@ -131,7 +135,7 @@ func (p *Puller) Pull(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Pending = len(files)
+	res.Listed, res.Remaining = len(files), len(files)
 	if err := dropStaleParts(state, files); err != nil {
 		return res, err
 	}
@@ -150,6 +154,7 @@ func (p *Puller) Pull(ctx context.Context) (Result, error) {
 		switch {
 		case errors.Is(err, errSkipped):
 			res.Skipped++
+			res.Remaining--
 			continue
 		case err != nil:
 			res.Errors = append(res.Errors, &FileError{FileID: f.FileID, Name: f.Name, Err: err})
@@ -159,6 +164,7 @@ func (p *Puller) Pull(ctx context.Context) (Result, error) {
 			continue
 		}
 		res.Delivered = append(res.Delivered, d)
+		res.Remaining--
 	}
 	return res, joinErrors(res.Errors)
 }

@@ -55,7 +55,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Delivered) != 3 || res.Pending != 3 {
+	if len(res.Delivered) != 3 || res.Listed != 3 || res.Remaining != 0 {
 		t.Fatalf("got %+v", res)
 	}
 	for _, d := range res.Delivered {
@@ -75,7 +75,7 @@ func TestPullDeliversAndAcks(t *testing.T) {
 		t.Fatalf("state left: %v", st)
 	}
 	res, err = inbox.New(wsc, ws, dir).Pull(ctx)
-	if err != nil || len(res.Delivered) != 0 || res.Pending != 0 {
+	if err != nil || len(res.Delivered) != 0 || res.Listed != 0 || res.Remaining != 0 {
 		t.Fatalf("second pull: got %+v, %v; want nothing", res, err)
 	}
 }
@@ -228,8 +228,8 @@ func TestPullRefusesTamperedBytes(t *testing.T) {
 	dir := t.TempDir()
 	c := mustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
 	res, err := inbox.New(c, ws, dir).Pull(ctx)
-	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 {
-		t.Fatalf("got %+v, %v; want one integrity error", res, err)
+	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 || res.Listed != 1 || res.Remaining != 1 {
+		t.Fatalf("got %+v, %v; want one integrity error, the file still pending", res, err)
 	}
 	if got := apptest.DirFiles(t, dir, inbox.StateDirName); len(got) != 0 {
 		t.Fatalf("files: got %v, want none", keys(got))

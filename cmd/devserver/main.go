@@ -1,11 +1,16 @@
 // Command devserver runs the whole service on one port: every route of the
 // HTTP API through the very handlers the Lambda functions serve, the sweep
 // on a timer, and, when DATABASE_URL is unset, a Postgres of its own kept
-// under .local/pg. It prints an admin token, a ready workspace token and a
-// curl line that stages a file. Ctrl-C stops everything it started.
+// under .local/pg; with LOCAL_S3 set, a local S3 of its own too (moto, the
+// bucket made as the template makes it). It checks at start what it can
+// (the port, the database, the bucket) and stops with a message naming
+// the setting and the fix. It prints an admin token, a ready workspace
+// token, curl lines and the exports pendingctl needs. Ctrl-C stops
+// everything it started.
 //
-// Settings are the functions' (see README.md), plus PORT (default 8080)
-// and LOCAL_DIR (default .local) for where its own Postgres lives.
+// Settings are the functions' (see README.md), plus PORT (default 8080),
+// HOST, LOCAL_DIR (default .local: its Postgres, and the admin token and
+// workspace kept across runs), LOCAL_S3 and DEV_WORKSPACE_ID.
 package main
 
 import (

@@ -9,18 +9,19 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/localpg"
+	"github.com/pendinguploads/pendinguploads/internal/locals3"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/sweep"
@@ -33,88 +34,165 @@ const SweepInterval = 5 * time.Minute
 // localDB is the database the dev server's own cluster serves.
 const localDB = "pendinguploads"
 
+// localBucket is the bucket LOCAL_S3 creates when CONTENT_BUCKET is unset.
+const localBucket = "uploads"
+
+// checkTimeout bounds each check at start (the database, the bucket).
+const checkTimeout = 15 * time.Second
+
+// startError is a start that cannot go on: a setting at fault and what to
+// do, for a person to read (not a log line).
+type startError struct {
+	setting string // the variable at fault, or what failed
+	msg     string // what is wrong and how to fix it
+}
+
+func (e *startError) Error() string { return e.setting + ": " + e.msg }
+
+func startErrorf(setting, format string, args ...any) error {
+	return &startError{setting: setting, msg: fmt.Sprintf(format, args...)}
+}
+
 // run is the dev server; ready, when not nil, receives the listening
 // address (tests use it). It returns the process's exit status.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) int {
 	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(stderr, nil)))
-	fail := func(msg string, err error) int {
-		log.Error(msg, "err", err.Error())
-		return 1
+	code, err := serve(ctx, getenv, stdout, log, ready)
+	if err != nil {
+		// A line for a person, not a log record: most are start-up
+		// mistakes, and name the setting and the fix.
+		fmt.Fprintf(stderr, "devserver: %v\n", err)
 	}
-	env := map[string]string{}
+	return code
+}
+
+// serve starts everything, serves until ctx ends, and stops what it
+// started, in reverse order.
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger, ready chan<- string) (int, error) {
+	env := map[string]string{} // settings the dev server supplies
 	lookup := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
 	}
+	dir := getenv("LOCAL_DIR")
+	if dir == "" {
+		dir = ".local"
+	}
+	localDir, err := filepath.Abs(dir)
+	if err != nil {
+		return 1, startErrorf("LOCAL_DIR", "%v", err)
+	}
+
+	// The port first: nothing else starts for a port that is taken.
+	port := getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	ln, err := listen(getenv("HOST"), port)
+	if err != nil {
+		return 1, err
+	}
+	defer ln.Close()
+
+	st := started{localDir: localDir}
+	loadAWS := awsprofile.Load
+	if st.localS3, err = localS3Wanted(getenv); err != nil {
+		return 1, err
+	}
+	if st.localS3 {
+		fmt.Fprintln(stdout, "Starting a local S3 (moto_server, LOCAL_S3 is set)...")
+		srv, err := locals3.Start(locals3.Options{})
+		if errors.Is(err, locals3.ErrNotInstalled) {
+			return 1, startErrorf("LOCAL_S3", "moto_server is not on PATH: install it (pip install 'moto[server]'), or run without a bucket (make run)")
+		}
+		if err != nil {
+			return 1, startErrorf("LOCAL_S3", "%v", err)
+		}
+		defer srv.Stop()
+		st.s3URL = srv.URL()
+		env["S3_ENDPOINT"], env["S3_FORCE_PATH_STYLE"] = srv.URL(), "true"
+		env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"] = locals3.AccessKeyID, locals3.SecretAccessKey, ""
+		env["AWS_REGION"] = locals3.Region
+		if getenv("CONTENT_BUCKET") == "" {
+			env["CONTENT_BUCKET"] = localBucket
+		}
+		// The dummy credentials, whatever the person's AWS profile says.
+		loadAWS = func(_ context.Context, log *slog.Logger) (aws.Config, error) { return awsenv.Load(lookup, log) }
+	}
 
 	if getenv("DATABASE_URL") == "" && getenv("DB_SECRET_ARN") == "" {
-		dir := getenv("LOCAL_DIR")
-		if dir == "" {
-			dir = ".local"
+		pgDir := filepath.Join(localDir, "pg")
+		fmt.Fprintf(stdout, "Starting a local Postgres in %s (DATABASE_URL is unset)...\n", pgDir)
+		cluster, err := localpg.Start(ctx, localpg.Options{Dir: pgDir})
+		var inUse *localpg.InUseError
+		if errors.As(err, &inUse) {
+			return 1, startErrorf("LOCAL_DIR", "another dev server's Postgres (pid %d, port %d) already runs on %s: is make run already running in this clone? "+
+				"Stop it (Ctrl-C where it runs), or give this one a folder and a port of its own: LOCAL_DIR=.local-2 PORT=8081 make run",
+				inUse.PID, inUse.Port, pgDir)
 		}
-		abs, err := filepath.Abs(filepath.Join(dir, "pg"))
 		if err != nil {
-			return fail("local postgres", err)
-		}
-		fmt.Fprintf(stdout, "Starting a local Postgres in %s (DATABASE_URL is unset)...\n", abs)
-		cluster, err := localpg.Start(ctx, localpg.Options{Dir: abs})
-		if err != nil {
-			return fail("local postgres", err)
+			return 1, startErrorf("local Postgres", "%v", err)
 		}
 		defer cluster.Stop()
-		if err := ensureDatabase(ctx, cluster.URL("postgres"), localDB); err != nil {
-			return fail("local postgres", err)
+		created, err := ensureDatabase(ctx, cluster.URL("postgres"), localDB)
+		if err != nil {
+			return 1, startErrorf("local Postgres", "%v", err)
 		}
 		env["DATABASE_URL"] = cluster.URL(localDB)
+		st.ownDB = cluster.URL(localDB)
+		st.reused = !cluster.Created() && !created
 	}
+
 	adminToken := lookup("ADMIN_TOKEN")
-	generated := false
 	if adminToken == "" && lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
-		tok, err := auth.NewToken()
-		if err != nil {
-			return fail("admin token", err)
+		if adminToken, st.adminKept, err = keptAdminToken(localDir); err != nil {
+			return 1, startErrorf("LOCAL_DIR", "admin token: %v", err)
 		}
-		adminToken, generated = "admin_"+strings.TrimPrefix(tok, auth.TokenPrefix), true
 		env["ADMIN_TOKEN"] = adminToken
 	}
 	cfg, err := config.Load(lookup, config.NeedDatabase|config.NeedAdminToken)
 	if err != nil {
-		return fail("config", err)
+		return 1, err
 	}
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket, LoadAWS: awsprofile.Load})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket, LoadAWS: loadAWS})
 	if err != nil {
-		return fail("init", err)
+		return 1, err
 	}
 	defer a.Close()
+	if err := checkDatabase(ctx, a, st.ownDB != ""); err != nil {
+		return 1, err
+	}
+	if cfg.ContentBucket != "" {
+		if err := prepareBucket(ctx, cfg, loadAWS, log, st.localS3); err != nil {
+			return 1, err
+		}
+	}
 
 	mctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = migrations.Up(mctx, a.DatabaseURL)
 	cancel()
 	if err != nil {
-		return fail("migrate", err)
+		return 1, fmt.Errorf("migrate: %w", err)
+	}
+	if st.reused {
+		if st.earlier, err = earlierData(ctx, a.Pool, st.localS3); err != nil {
+			return 1, fmt.Errorf("earlier data: %w", err)
+		}
 	}
 
-	ws, err := devWorkspace(ctx, a.Pool, getenv("DEV_WORKSPACE_ID"))
+	ws, err := devWorkspace(ctx, a.Pool, getenv("DEV_WORKSPACE_ID"), localDir, st.ownDB != "")
 	if err != nil {
-		return fail("DEV_WORKSPACE_ID", err)
+		return 1, startErrorf("DEV_WORKSPACE_ID", "%v", err)
 	}
 	var wsToken string
 	if ws != uuid.Nil {
 		if wsToken, _, err = auth.CreateToken(ctx, a.Pool, ws); err != nil {
-			return fail("workspace token", err)
+			return 1, fmt.Errorf("workspace token: %w", err)
 		}
 	}
 
-	port := getenv("PORT")
-	if port == "" {
-		port = "8080"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(getenv("HOST"), port))
-	if err != nil {
-		return fail("listen", err)
-	}
 	srv := &http.Server{
 		Handler:           reqlog.Middleware(a.API.Mux(), log),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -123,8 +201,10 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	base := "http://" + hostForURL(ln.Addr().String())
-	printBanner(stdout, base, adminToken, generated, ws, wsToken, cfg)
+	printBanner(stdout, banner{
+		base: "http://" + hostForURL(ln.Addr().String()), adminToken: adminToken,
+		adminGenerated: env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: st,
+	})
 
 	done := make(chan struct{})
 	go func() {
@@ -142,14 +222,41 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		fmt.Fprintln(stdout, "\nStopping...")
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
-			return fail("serve", err)
+			return 1, fmt.Errorf("serve: %w", err)
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	<-done
-	return 0
+	return 0, nil
+}
+
+// started is what the dev server started or found, for the banner.
+type started struct {
+	localDir  string
+	localS3   bool   // LOCAL_S3: a moto_server of its own
+	s3URL     string // its endpoint
+	ownDB     string // the URL of its own Postgres; "" with DATABASE_URL
+	reused    bool   // its own Postgres held the database already
+	adminKept bool   // the admin token was read from LOCAL_DIR, not made now
+	earlier   earlier
+}
+
+// localS3Wanted reads LOCAL_S3.
+func localS3Wanted(getenv func(string) string) (bool, error) {
+	v := getenv("LOCAL_S3")
+	if v == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, startErrorf("LOCAL_S3", "want true or false (1 or 0), got %q", v)
+	}
+	if on && getenv("S3_ENDPOINT") != "" {
+		return false, startErrorf("LOCAL_S3", "starts a local S3 at an endpoint of its own: unset S3_ENDPOINT (%s), or unset LOCAL_S3 to use that endpoint", getenv("S3_ENDPOINT"))
+	}
+	return on, nil
 }
 
 // sweepLoop sweeps once at start and then every SweepInterval, as the
@@ -170,23 +277,6 @@ func sweepLoop(ctx context.Context, a *app.App, log *slog.Logger) {
 	}
 }
 
-func ensureDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
-		return err
-	}
-	if exists {
-		return nil
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	return err
-}
-
 // hostForURL turns a listening address into one a client can dial.
 func hostForURL(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
@@ -197,82 +287,4 @@ func hostForURL(addr string) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func printBanner(w io.Writer, base, adminToken string, generated bool, ws uuid.UUID, wsToken string, cfg config.Config) {
-	origin := "from ADMIN_TOKEN"
-	if generated {
-		origin = "generated for this run; set ADMIN_TOKEN to keep one"
-	}
-	storage := "bytes in Postgres"
-	if cfg.ContentBucket != "" {
-		storage = "large files in s3://" + cfg.ContentBucket
-	}
-	if ws == uuid.Nil {
-		fmt.Fprintf(w, `
-pendinguploads dev server on %s (%s), on the platform's database
-
-  admin token      %s   (%s)
-
-This database holds the platform's workspaces, and the dev server does not
-add one to them. Restart with DEV_WORKSPACE_ID set to one of them
-(SELECT id FROM workspaces) to get a workspace token and curl lines; the
-admin token above works for every workspace meanwhile, and the platform's
-own workspace tokens work as they are.
-
-The sweep runs now and every %s. Ctrl-C stops everything.
-`, base, storage, adminToken, origin, SweepInterval)
-		return
-	}
-	wsPath := base + "/workspaces/" + ws.String()
-	fmt.Fprintf(w, `
-pendinguploads dev server on %s (%s)
-
-  admin token      %s   (%s)
-  workspace        %s
-  workspace token  %s
-
-Stage a file (as the platform, with the admin token):
-  curl -sS -F files=@README.md -H 'Authorization: Bearer %s' %s/chat/uploads
-
-Then, as the workspace:
-  curl -sS -H 'Authorization: Bearer %s' %s/pending-uploads
-  curl -sS -OJ -H 'Authorization: Bearer %s' %s/pending-uploads/<file_id>/content
-  curl -sS -X POST -H 'Authorization: Bearer %s' %s/pending-uploads/<file_id>/ack
-
-The sweep runs now and every %s. Ctrl-C stops everything.
-`, base, storage, adminToken, origin, ws, wsToken, adminToken, wsPath, wsToken, wsPath, wsToken, wsPath, wsToken, wsPath, SweepInterval)
-}
-
-// devWorkspace picks the workspace the dev server mints a token for: the
-// one DEV_WORKSPACE_ID names, or a fresh one. On the platform's database
-// (it has a workspaces table, which tokens and activity rows reference)
-// a fresh one cannot be made without writing the platform's own table,
-// which the dev server never does: without DEV_WORKSPACE_ID it returns
-// uuid.Nil, and with it the workspace must exist there.
-func devWorkspace(ctx context.Context, db *pgxpool.Pool, named string) (uuid.UUID, error) {
-	var platform bool
-	if err := db.QueryRow(ctx, `SELECT to_regclass('workspaces') IS NOT NULL`).Scan(&platform); err != nil {
-		return uuid.Nil, err
-	}
-	if named == "" {
-		if platform {
-			return uuid.Nil, nil
-		}
-		return uuid.New(), nil
-	}
-	ws, err := uuid.Parse(named)
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("want a workspace UUID, got %q", named)
-	}
-	if platform {
-		var exists bool
-		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1)`, ws).Scan(&exists); err != nil {
-			return uuid.Nil, err
-		}
-		if !exists {
-			return uuid.Nil, fmt.Errorf("no workspace %s in the platform's workspaces table", ws)
-		}
-	}
-	return ws, nil
 }

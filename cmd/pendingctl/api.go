@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -39,7 +40,7 @@ Output: one line per file: its file_id, size and the name the server kept;
 with --json, {"files":[{"file_id","uri","name","mimeType","size","sha256"}]}.
 
 Exit codes: 0 all staged, 1 failure (files listed before the error were
-staged), 2 usage error.
+staged), 2 usage error (a FILE that does not exist included).
 
 Example:
   pendingctl upload --workspace 6f1c2d3e-0000-4000-8000-000000000001 report.pdf photo.jpg
@@ -85,9 +86,11 @@ Flags:
 ` + apiFlagsUsage + `  (with --interval, --timeout bounds each round)
 
 Output: one line per file delivered ("delivered PATH (SIZE)"); with --json,
-one JSON object per round: {"pending","delivered":[{"file_id","name",
+one JSON object per round: {"listed","delivered":[{"file_id","name",
 "path","size","sha256","recovered","acked"}],"errors":[{"file_id","name",
-"error"}]}.
+"error"}],"remaining"}: "listed" is how many files the list showed as the
+round began, "remaining" how many of them are still pending after it
+(failed, or not reached).
 
 Exit codes: 0 files delivered (or --interval stopped by a signal), 3 nothing
 was pending (--once), 1 a file failed (the others were still delivered),
@@ -116,6 +119,9 @@ func runUpload(ctx context.Context, e env, args []string) error {
 	var files []client.UploadFile
 	for _, p := range paths {
 		f, err := client.FileFromPath(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return usagef("no file %s", p)
+		}
 		if err != nil {
 			return err
 		}
@@ -292,7 +298,8 @@ func report(e env, asJSON bool, res inbox.Result, err error) {
 		if err != nil && len(res.Errors) == 0 {
 			errs = append(errs, ferr{Error: explain(err)})
 		}
-		_ = writeJSON(e.stdout, map[string]any{"pending": res.Pending, "delivered": res.Delivered, "skipped": res.Skipped, "errors": errs})
+		_ = writeJSON(e.stdout, map[string]any{"listed": res.Listed, "delivered": res.Delivered, "skipped": res.Skipped,
+			"errors": errs, "remaining": res.Remaining})
 		return
 	}
 	for _, d := range res.Delivered {

@@ -50,12 +50,14 @@ API commands read the server's URL from --api or PENDINGUPLOADS_API, and the
 token from --token-file, --token or PENDINGUPLOADS_TOKEN (prefer the
 environment or a file: a --token flag shows up in the process list). The
 token is never printed. Database commands read DATABASE_URL (or
-DB_SECRET_ARN), and CONTENT_BUCKET for sweep, like the service does.
+DB_SECRET_ARN), and CONTENT_BUCKET for sweep, like the service does;
+make run prints the export lines of its own Postgres and workspace.
 
 Exit codes:
   0  success
   1  failure (the message says what failed)
-  2  usage error (a bad flag or argument)
+  2  usage error (a bad flag or argument, a missing setting such as
+     DATABASE_URL or PENDINGUPLOADS_API, a FILE that does not exist)
   3  nothing to do (ls found no pending file, pull --once had nothing to pull)
 
 Example, a workspace polling every 5 seconds into ~/inbox:

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +25,8 @@ import (
 
 const dbEnvUsage = `Environment:
   DATABASE_URL       the Postgres URL (or DB_SECRET_ARN: a Secrets Manager
-                     secret in the RDS JSON shape)
+                     secret in the RDS JSON shape); make run prints the
+                     export DATABASE_URL=… line of its own Postgres
 `
 
 const migrateUsage = `Usage: pendingctl migrate up|down|version [flags]
@@ -94,16 +97,35 @@ Flags:
 Exit codes: 0 done (even if nothing was due), 1 failure, 2 usage error.
 `
 
+// noDatabase is the usage error of a database command without a
+// database.
+const noDatabase = "no database: set DATABASE_URL (make run prints an export DATABASE_URL=… line for its own Postgres) or DB_SECRET_ARN"
+
 // openApp builds the service's pieces from the environment, for the
-// database commands: the pool (lazily connected), the store (with its
-// bucket) and the resolved database URL.
+// database commands: the pool, the store (with its bucket) and the
+// resolved database URL; and checks that the database answers, so that a
+// URL pointing at nothing is named as such.
 func openApp(ctx context.Context, e env) (*app.App, error) {
+	if strings.TrimSpace(e.getenv("DATABASE_URL")) == "" && strings.TrimSpace(e.getenv("DB_SECRET_ARN")) == "" {
+		return nil, usageError{noDatabase}
+	}
 	cfg, err := config.Load(e.getenv, config.NeedDatabase)
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 2, OpenBucket: s3blobs.OpenBucket, LoadAWS: awsprofile.Load})
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 2, OpenBucket: s3blobs.OpenBucket, LoadAWS: awsprofile.Load})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.CheckDatabase(ctx); err != nil {
+		a.Close()
+		if errors.Is(err, syscall.ECONNREFUSED) && cfg.DatabaseURL != "" {
+			return nil, fmt.Errorf("%w (make run's own Postgres: is make run still running? copy the export DATABASE_URL=… line it printed)", err)
+		}
+		return nil, err
+	}
+	return a, nil
 }
 
 func runMigrate(ctx context.Context, e env, args []string) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -185,11 +186,17 @@ func TestUploadPullLs(t *testing.T) {
 			pull := cli(t, apiVars(srv, "", wsTok), "pull", "--workspace", ws.String(), "--dir", dir, "--once", "--json")
 			expect(t, pull, 0, "pull")
 			var pr struct {
+				Listed    *int
+				Remaining *int
 				Delivered []inbox.Delivery
 				Errors    []any
 			}
 			if err := json.Unmarshal([]byte(pull.stdout), &pr); err != nil || len(pr.Delivered) != 4 || len(pr.Errors) != 0 {
 				t.Fatalf("pull --json: got %q, %v", pull.stdout, err)
+			}
+			// Four listed, none left: not an ambiguous "pending":4.
+			if pr.Listed == nil || *pr.Listed != 4 || pr.Remaining == nil || *pr.Remaining != 0 || strings.Contains(pull.stdout, `"pending"`) {
+				t.Errorf("pull --json: got %q, want \"listed\":4 and \"remaining\":0", pull.stdout)
 			}
 			got := apptest.DirFiles(t, dir, inbox.StateDirName)
 			wantNames := map[string]string{"small.txt": "small.txt", "name_with_space.pdf": "name with space.pdf", "mid.bin": "mid.bin", "big.bin": "big.bin"}
@@ -230,6 +237,53 @@ func TestUploadTooLargeForServer(t *testing.T) {
 	if !strings.Contains(r.stderr, "request cap (4.0 MiB)") || !strings.Contains(r.stderr, "no presigned uploads") {
 		t.Fatalf("stderr: got %q", r.stderr)
 	}
+	if !strings.Contains(r.stderr, "413 request body too large (max 4194304 bytes, 4.0 MiB)") || strings.Contains(r.stderr, "e+06") {
+		t.Errorf("stderr: got %q, want the 413's max as a whole number of bytes", r.stderr)
+	}
+}
+
+// TestNewcomerMistakes: the mistakes of a first hour with pendingctl are
+// answered with what to do, and the exit codes of README's table.
+func TestNewcomerMistakes(t *testing.T) {
+	t.Run("NoDatabaseURL", func(t *testing.T) {
+		for _, args := range [][]string{{"token", "create", "--workspace", uuid.NewString()}, {"migrate", "up"}, {"sweep"}} {
+			r := cli(t, map[string]string{}, args...)
+			expect(t, r, 2, strings.Join(args, " ")+" without DATABASE_URL")
+			if !strings.Contains(r.stderr, "set DATABASE_URL (make run prints an export DATABASE_URL=… line") {
+				t.Errorf("%v: stderr %q, want the way to DATABASE_URL", args, r.stderr)
+			}
+		}
+	})
+	t.Run("DatabaseURLPointsAtNothing", func(t *testing.T) {
+		closed := closedAddr(t)
+		r := cli(t, map[string]string{"DATABASE_URL": "postgres://postgres:pw@" + closed + "/pendinguploads?sslmode=disable"},
+			"token", "create", "--workspace", uuid.NewString())
+		expect(t, r, 1, "token create on a closed port")
+		want := "DATABASE_URL: database pendinguploads on " + closed + ": connection refused"
+		if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "make run") || strings.Contains(r.stderr, ":pw@") {
+			t.Errorf("stderr: got %q, want %q and a hint at make run, without the password", r.stderr, want)
+		}
+	})
+	t.Run("UploadMissingFile", func(t *testing.T) {
+		vars := map[string]string{"PENDINGUPLOADS_API": "http://127.0.0.1:1", "PENDINGUPLOADS_TOKEN": "a-token"}
+		r := cli(t, vars, "upload", "--workspace", uuid.NewString(), filepath.Join(t.TempDir(), "report.pdf"))
+		expect(t, r, 2, "upload of a missing file")
+		if !strings.Contains(r.stderr, "no file ") || !strings.Contains(r.stderr, "report.pdf") {
+			t.Errorf("stderr: got %q", r.stderr)
+		}
+	})
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
 
 // TestPullKilledBeforeAck runs the real binary and kills it (SIGKILL)
@@ -373,7 +427,7 @@ func TestDatabaseCommands(t *testing.T) {
 		}
 		expect(t, cli(t, empty, "migrate", "up"), 0, "migrate up again")
 		expect(t, cli(t, empty, "migrate", "down", "--yes"), 0, "migrate down --yes")
-		expect(t, cli(t, map[string]string{}, "migrate", "version"), 1, "no DATABASE_URL")
+		expect(t, cli(t, map[string]string{}, "migrate", "version"), 2, "no DATABASE_URL")
 	})
 
 	var tok string

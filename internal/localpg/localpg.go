@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -30,7 +31,9 @@ type Options struct {
 	// Dir holds the data directory (Dir/data) and the log (Dir/postgres.log).
 	// An existing initialized cluster there is reused.
 	Dir string
-	// Port to listen on, on 127.0.0.1 only. 0 picks a free one.
+	// Port to listen on, on 127.0.0.1 only. 0 picks one: the port this
+	// cluster listened on last (kept in Dir/port) when it is free, so that
+	// a URL copied from an earlier run keeps working; else any free one.
 	Port int
 	// Fast turns off fsync and full-page writes: right for throwaway test
 	// clusters, wrong for anything whose data should survive a power cut.
@@ -48,12 +51,44 @@ type Cluster struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	cred   *credential
+	// created: Start ran initdb (no cluster was there).
+	created bool
 }
 
 // User is the database superuser every local cluster is created with.
 const User = "postgres"
 
-// Start initializes the cluster when Dir has none and starts it.
+// ErrInUse is matched (errors.Is) by the *InUseError Start returns when a
+// postgres already runs on the cluster's data directory: another process
+// started it, and a second server on the same data cannot start.
+var ErrInUse = errors.New("localpg: cluster in use")
+
+// InUseError is the postgres already running on Dir, as its
+// postmaster.pid tells.
+type InUseError struct {
+	Dir  string // the cluster's folder (Options.Dir)
+	PID  int    // the running postmaster's process id
+	Port int    // its port, 0 when postmaster.pid does not say
+}
+
+func (e *InUseError) Error() string {
+	port := ""
+	if e.Port > 0 {
+		port = fmt.Sprintf(", port %d", e.Port)
+	}
+	return fmt.Sprintf("localpg: another postgres (pid %d%s) already runs on %s", e.PID, port, e.Dir)
+}
+
+// Is makes errors.Is(err, ErrInUse) true.
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }
+
+// portFile keeps, in Dir, the port the cluster listened on last.
+const portFile = "port"
+
+// Start initializes the cluster when Dir has none and starts it. It
+// returns an *InUseError (ErrInUse) when a postgres already runs on Dir's
+// data, and an error quoting the server's own FATAL lines when it exits
+// while starting.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	bin, err := FindBin()
 	if err != nil {
@@ -85,17 +120,60 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := c.initdb(ctx); err != nil {
 			return nil, err
 		}
+		c.created = true
+	} else if err := c.checkNotRunning(); err != nil {
+		return nil, err
 	}
 	c.port = opts.Port
 	if c.port == 0 {
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = c.lastPort(); err != nil {
 			return nil, err
 		}
 	}
 	if err := c.Restart(ctx); err != nil {
 		return nil, err
 	}
+	// Best effort: a URL copied from this run works in the next one.
+	_ = os.WriteFile(filepath.Join(opts.Dir, portFile), []byte(strconv.Itoa(c.port)+"\n"), 0o600)
 	return c, nil
+}
+
+// Created reports whether Start initialized the cluster (initdb), as
+// opposed to reusing one already in Dir.
+func (c *Cluster) Created() bool { return c.created }
+
+// checkNotRunning returns an *InUseError when postmaster.pid names a live
+// process. A stale file (its process gone) is postgres's own to remove.
+func (c *Cluster) checkNotRunning() error {
+	b, err := os.ReadFile(filepath.Join(c.dataDir(), "postmaster.pid"))
+	if err != nil {
+		return nil // no server, or none we can tell about: postgres decides
+	}
+	// postmaster.pid: pid, data directory, start time, port, ...
+	lines := strings.Split(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+	if err != nil || pid <= 0 || !processAlive(pid) {
+		return nil
+	}
+	e := &InUseError{Dir: c.opts.Dir, PID: pid}
+	if len(lines) > 3 {
+		e.Port, _ = strconv.Atoi(strings.TrimSpace(lines[3]))
+	}
+	return e
+}
+
+// lastPort returns the port in Dir/port when it is free now, else a free
+// one.
+func (c *Cluster) lastPort() (int, error) {
+	if b, err := os.ReadFile(filepath.Join(c.opts.Dir, portFile)); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 1<<16 {
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				l.Close()
+				return p, nil
+			}
+		}
+	}
+	return freePort()
 }
 
 // FindBin returns the directory holding initdb and postgres.
@@ -147,6 +225,10 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	if err := c.chown(logf.Name()); err != nil {
 		return err
 	}
+	var logStart int64 // where this start's lines begin
+	if fi, err := logf.Stat(); err == nil {
+		logStart = fi.Size()
+	}
 	args := []string{
 		"-D", c.dataDir(),
 		"-p", strconv.Itoa(c.port),
@@ -180,6 +262,9 @@ func (c *Cluster) Restart(ctx context.Context) error {
 		}
 		select {
 		case <-c.exited:
+			if why := fatalLines(logf.Name(), logStart); why != "" {
+				return fmt.Errorf("localpg: postgres exited at start: %s (log: %s)", why, logf.Name())
+			}
 			return fmt.Errorf("localpg: postgres exited at start; see %s: %w", logf.Name(), err)
 		case <-ctx.Done():
 			c.Stop()
@@ -226,6 +311,30 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		return fmt.Errorf("localpg: initdb: %w%s: %s", err, hint, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// fatalLines returns the FATAL, PANIC and HINT lines postgres wrote to
+// the log at path from offset on, joined: why it would not start.
+func fatalLines(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, level := range []string{"FATAL:", "PANIC:", "HINT:"} {
+			if i := strings.Index(line, level); i >= 0 && len(out) < 6 {
+				out = append(out, strings.Join(strings.Fields(line[i:]), " "))
+				break
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func freePort() (int, error) {

@@ -17,3 +17,6 @@ func (c *Cluster) chown(string) error             { return nil }
 func credentialFor(string) (*credential, error) {
 	return nil, errors.New("localpg: running as another user needs a Unix system")
 }
+
+// processAlive cannot tell here: postgres's own check at start decides.
+func processAlive(int) bool { return false }

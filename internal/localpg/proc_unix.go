@@ -3,6 +3,7 @@
 package localpg
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -43,4 +44,11 @@ func credentialFor(name string) (*credential, error) {
 		return nil, err
 	}
 	return &credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+// processAlive reports whether a process pid exists (it may belong to
+// another user: EPERM still means it is there).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	pconfig "github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -20,13 +19,7 @@ func NewFromAWS(awsCfg aws.Config, bucket, endpoint string, forcePathStyle bool)
 	if bucket == "" {
 		return nil, errors.New("s3blobs: empty bucket name")
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-		o.UsePathStyle = forcePathStyle
-	})
-	return NewFromClient(client, bucket), nil
+	return NewFromClient(NewClient(awsCfg, endpoint, forcePathStyle), bucket), nil
 }
 
 // OpenBucket is the store's bucket as cfg describes it (CONTENT_BUCKET,

@@ -1,6 +1,7 @@
 // Package s3test gives tests a real S3 protocol endpoint: one moto_server
-// per test binary on a loopback port, or the endpoint named by
-// S3TEST_ENDPOINT, and fresh buckets on it.
+// per test binary on a loopback port (package locals3, as make run-s3
+// starts one), or the endpoint named by S3TEST_ENDPOINT, and fresh buckets
+// on it.
 //
 // A test package that uses it has testkit.Main as its TestMain, which
 // stops the server (its whole process group, Stop) when the tests end. On
@@ -9,18 +10,12 @@
 package s3test
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/locals3"
 )
 
 const (
@@ -30,14 +25,11 @@ const (
 	EnvEndpoint = "S3TEST_ENDPOINT"
 	// Region is the region clients and child processes are configured
 	// with.
-	Region = "us-east-1"
+	Region = locals3.Region
 	// AccessKeyID and SecretAccessKey are the dummy credentials moto
 	// accepts.
-	AccessKeyID     = "test"
-	SecretAccessKey = "test"
-
-	startTimeout = 20 * time.Second
-	motoBinary   = "moto_server"
+	AccessKeyID     = locals3.AccessKeyID
+	SecretAccessKey = locals3.SecretAccessKey
 )
 
 // Endpoint is an S3 endpoint reachable from this process.
@@ -73,7 +65,7 @@ var server struct {
 	err  error
 
 	mu   sync.Mutex
-	proc *motoProc // nil when not started or already stopped
+	proc *locals3.Server // nil when not started or already stopped
 }
 
 // MustStart returns the S3 endpoint for this test binary: S3TEST_ENDPOINT
@@ -108,7 +100,7 @@ func Stop() {
 	server.proc = nil
 	server.mu.Unlock()
 	if p != nil {
-		p.stop()
+		p.Stop()
 	}
 }
 
@@ -129,7 +121,10 @@ func pause(stop bool) error {
 	if p == nil {
 		return errors.New("s3test: no moto_server of this binary is running")
 	}
-	return pauseGroup(p.cmd.Process, stop)
+	if stop {
+		return p.Pause()
+	}
+	return p.Resume()
 }
 
 func start() {
@@ -137,142 +132,16 @@ func start() {
 		server.ep = Endpoint{URL: u}
 		return
 	}
-	bin, err := exec.LookPath(motoBinary)
-	if err != nil {
-		server.skip = "moto_server not found on PATH; install with pip install 'moto[server]'"
-		return
+	p, err := locals3.Start(locals3.Options{})
+	switch {
+	case errors.Is(err, locals3.ErrNotInstalled):
+		server.skip = err.Error()
+	case err != nil:
+		server.err = err
+	default:
+		server.mu.Lock()
+		server.proc = p
+		server.mu.Unlock()
+		server.ep = Endpoint{URL: p.URL()}
 	}
-	// The free port can be taken between probing and binding; retry then.
-	var errs []error
-	for range 3 {
-		p, err := startMoto(bin)
-		if err == nil {
-			server.mu.Lock()
-			server.proc = p
-			server.mu.Unlock()
-			server.ep = Endpoint{URL: p.url}
-			return
-		}
-		errs = append(errs, err)
-	}
-	server.err = errors.Join(errs...)
-}
-
-// motoProc is a running moto_server.
-type motoProc struct {
-	url    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
-	out    *cappedBuffer
-}
-
-func startMoto(bin string) (*motoProc, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("find a free port: %w", err)
-	}
-	host := "127.0.0.1"
-	p := &motoProc{
-		url:    "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
-		exited: make(chan struct{}),
-		out:    &cappedBuffer{max: 64 << 10},
-	}
-	p.cmd = exec.Command(bin, "-H", host, "-p", strconv.Itoa(port))
-	p.cmd.Stdout = p.out
-	p.cmd.Stderr = p.out
-	p.cmd.SysProcAttr = sysProcAttr()
-
-	// Pdeathsig fires when the thread that started the child exits, not
-	// the process; so start and wait on a thread locked for the child's
-	// whole life (the goroutine never unlocks, so the thread ends with
-	// it, after the child is gone).
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := p.cmd.Start(); err != nil {
-			started <- err
-			close(p.exited)
-			return
-		}
-		started <- nil
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-
-	if err := p.waitReady(startTimeout); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("%s on port %d: %w; output:\n%s", bin, port, err, p.out.String())
-	}
-	return p, nil
-}
-
-// waitReady polls the server until it answers any HTTP request, it exits,
-// or timeout passes.
-func (p *motoProc) waitReady(timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := client.Get(p.url + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("exited before answering (%v)", p.cmd.ProcessState)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not answering after %v: %w", timeout, err)
-		}
-	}
-}
-
-// stop asks the process group to end, then kills it if it has not within
-// five seconds, and waits for the process.
-func (p *motoProc) stop() {
-	signalGroup(p.cmd.Process, false)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		signalGroup(p.cmd.Process, true)
-		<-p.exited
-	}
-	// Children left in the group (none expected) go too.
-	signalGroup(p.cmd.Process, true)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// cappedBuffer keeps the first max bytes written to it; it is safe for
-// concurrent use.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

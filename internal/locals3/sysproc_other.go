@@ -1,6 +1,6 @@
 //go:build !unix
 
-package s3test
+package locals3
 
 import (
 	"errors"
@@ -13,4 +13,4 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // signalGroup kills p itself: there are no process groups to signal.
 func signalGroup(p *os.Process, _ bool) { _ = p.Kill() }
 
-func pauseGroup(*os.Process, bool) error { return errors.New("s3test: cannot freeze a process here") }
+func pauseGroup(*os.Process, bool) error { return errors.New("locals3: cannot freeze a process here") }

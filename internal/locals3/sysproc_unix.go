@@ -1,15 +1,16 @@
-package s3test
+//go:build unix && !linux
+
+package locals3
 
 import (
 	"os"
 	"syscall"
 )
 
-// sysProcAttr puts the server in its own process group (so stop reaches
-// anything it spawns) and has the kernel SIGKILL it when the thread that
-// started it, locked for the server's life, dies with the test process.
+// sysProcAttr puts the server in its own process group, so stop reaches
+// anything it spawns. Without Pdeathsig outside Linux, only Main stops it.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setpgid: true}
 }
 
 // signalGroup sends SIGTERM, or SIGKILL when kill is set, to p's process

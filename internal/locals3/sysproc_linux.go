@@ -1,16 +1,15 @@
-//go:build unix && !linux
-
-package s3test
+package locals3
 
 import (
 	"os"
 	"syscall"
 )
 
-// sysProcAttr puts the server in its own process group, so stop reaches
-// anything it spawns. Without Pdeathsig outside Linux, only Main stops it.
+// sysProcAttr puts the server in its own process group (so stop reaches
+// anything it spawns) and has the kernel SIGKILL it when the thread that
+// started it, locked for the server's life, dies with the test process.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
 // signalGroup sends SIGTERM, or SIGKILL when kill is set, to p's process
