@@ -41,8 +41,8 @@ func CreateBucket(ctx context.Context, client *s3.Client, bucket string, corsOri
 
 // Lifecycle is the ContentBucket's lifecycle in template.yaml: presigned
 // uploads never committed (staging/) expire after a day, and, as a
-// backstop to the sweep, objects/ after three; incomplete multipart
-// uploads are aborted after a day under both.
+// backstop to the sweep, objects/ and the orphan marks (orphans/) after
+// three; incomplete multipart uploads are aborted after a day under each.
 // internal/deploytest holds it to the template.
 func Lifecycle() *types.BucketLifecycleConfiguration {
 	rule := func(id, prefix string, days int32) types.LifecycleRule {
@@ -57,6 +57,7 @@ func Lifecycle() *types.BucketLifecycleConfiguration {
 	return &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{
 		rule("ExpireUncommittedStaging", "staging/", 1),
 		rule("BackstopExpireObjects", "objects/", 3),
+		rule("BackstopExpireOrphanMarks", "orphans/", 3),
 	}}
 }
 
