@@ -172,6 +172,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.Store.TTL = cfg.UploadTTL
 	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
 	a.Store.MaxFileBytes = cfg.MaxFileBytes
+	a.Store.MultipartThreshold = cfg.MultipartThresholdBytes
+	a.Store.PartBytes = cfg.PartBytes
 	a.Store.MaxPendingBytes = cfg.WorkspaceMaxPendingBytes
 	a.Store.MaxPendingFiles = cfg.WorkspaceMaxPendingFiles
 

@@ -34,6 +34,13 @@ type Config struct {
 	WorkspaceMaxPendingBytes int64
 	WorkspaceMaxPendingFiles int64
 
+	// MultipartThresholdBytes (MULTIPART_THRESHOLD_BYTES) and PartBytes
+	// (MULTIPART_PART_BYTES): a presigned file above the threshold goes to
+	// the bucket in parts of PartBytes (the last one shorter), for a
+	// client that asks for parts.
+	MultipartThresholdBytes int64
+	PartBytes               int64
+
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
 
@@ -136,6 +143,10 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.WorkspaceMaxPendingBytes, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_BYTES", "bytes", DefaultWorkspaceMaxPendingBytes, c.MaxFileBytes, 1<<40)
 	add(err)
 	c.WorkspaceMaxPendingFiles, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_FILES", "files", DefaultWorkspaceMaxPendingFiles, limits.MaxFiles, 10_000_000)
+	add(err)
+	c.MultipartThresholdBytes, err = bytesVar(getenv, "MULTIPART_THRESHOLD_BYTES", limits.DefaultMultipartThresholdBytes, limits.MinPartBytes, MaxFileBytesCap)
+	add(err)
+	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
 	add(err)
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	add(err)

@@ -70,9 +70,13 @@ func New(store *pendinguploads.Store, authn *auth.Authenticator) *API {
 // 405.
 func (a *API) Handler(routes ...Route) http.Handler {
 	mux := http.NewServeMux()
+	preflights := map[string]bool{}
 	for _, rt := range routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.serve(rt))
-		mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
+		if !preflights[rt.Path] { // one per path, whatever its methods
+			preflights[rt.Path] = true
+			mux.HandleFunc("OPTIONS "+rt.Path, a.preflight)
+		}
 	}
 	mux.HandleFunc("/", a.notFound)
 	return a.withCORS(a.front(mux, routes))

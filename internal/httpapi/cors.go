@@ -7,7 +7,7 @@ import (
 
 // CORS answers of API.md.
 const (
-	corsAllowMethods = "GET, POST"
+	corsAllowMethods = "GET, POST, DELETE"
 	// X-Molecule-Org-Slug: the platform's canvas sends it on a tenant
 	// host; accepted, and ignored (the tenant is the deployment's).
 	corsAllowHeaders  = "Authorization, Content-Type, Range, X-Molecule-Org-Slug"

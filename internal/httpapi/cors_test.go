@@ -83,7 +83,7 @@ func TestCORSPreflight(t *testing.T) {
 	want := map[string]string{
 		"Access-Control-Allow-Origin":      canvasOrigin,
 		"Access-Control-Allow-Credentials": "true",
-		"Access-Control-Allow-Methods":     "GET, POST",
+		"Access-Control-Allow-Methods":     "GET, POST, DELETE",
 		"Access-Control-Allow-Headers":     "Authorization, Content-Type, Range, X-Molecule-Org-Slug",
 		"Access-Control-Max-Age":           "600",
 		"Access-Control-Expose-Headers":    "Content-Disposition, Content-Digest, Content-Range",

@@ -59,6 +59,8 @@ var (
 	errNoFiles            = &Error{Status: http.StatusBadRequest, Message: "no files field in request"}
 	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("too many files (limit %d)", MaxFiles)}
 	errBadUploadID        = &Error{Status: http.StatusBadRequest, Message: "invalid upload_id"}
+	errUploadNotFound     = &Error{Status: http.StatusNotFound, Message: "upload not found"}
+	errNotMultipart       = &Error{Status: http.StatusBadRequest, Message: "not a multipart upload"}
 	// Presigned uploads without a bucket: the presign route is not there
 	// (404); a commit is a request this service cannot take (400).
 	errPresignOff       = &Error{Status: http.StatusNotFound, Message: msgPresignOff}
@@ -84,6 +86,15 @@ func errEmptyFile(name string) *Error {
 
 func errBadSHA256(name string) *Error {
 	return &Error{Status: http.StatusBadRequest, Message: "invalid sha256 (want 64 hex digits)", Fields: map[string]any{"filename": name}}
+}
+
+func errBadParts(name string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: "invalid parts (want one sha256 per part of part_bytes, for a multipart file)",
+		Fields: map[string]any{"filename": name}}
+}
+
+func errUploadCommitted(id string) *Error {
+	return &Error{Status: http.StatusConflict, Message: "upload already committed", Fields: map[string]any{"upload_id": id}}
 }
 
 func errDuplicateUploadID(id string) *Error {
@@ -113,6 +124,8 @@ var answers = []struct {
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
+	{pendinguploads.ErrUploadNotFound, errUploadNotFound},
+	{pendinguploads.ErrNotMultipart, errNotMultipart},
 }
 
 // answerFor is the answer to err: the *Error it wraps; else the table's;
@@ -137,6 +150,7 @@ func (a *API) answerFor(err error) *Error {
 	if q, ok := errors.AsType[*pendinguploads.QuotaError](err); ok {
 		return errQuota(q)
 	}
+
 	if pendinguploads.IsUnavailable(err) {
 		return errStorageDown
 	}

@@ -9,6 +9,10 @@ type Limits struct {
 	PerRequestBytes          int64 `json:"per_request_bytes"`
 	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
 	Presign                  bool  `json:"presign"`
+	// Multipart: a presigned file above the threshold goes in parts of
+	// part_bytes, for a client that asks (null: no bucket).
+	MultipartThresholdBytes *int64 `json:"multipart_threshold_bytes"`
+	MultipartPartBytes      *int64 `json:"multipart_part_bytes"`
 	// The workspace quota on what waits (null: none).
 	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
 	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
@@ -24,8 +28,18 @@ func (a *API) Limits() Limits {
 		MaxAttachmentsPerMessage: MaxFiles,
 		Presign:                  a.PresignOffered || a.store.Presigns(),
 		WorkspaceMaxPendingBytes: positive(a.store.MaxPendingBytes),
+		MultipartThresholdBytes:  positive(a.multipart(a.store.MultipartThreshold)),
+		MultipartPartBytes:       positive(a.multipart(a.store.PartBytes)),
 		WorkspaceMaxPendingFiles: positive(a.store.MaxPendingFiles),
 	}
+}
+
+// multipart is n where presigned uploads are offered, else 0.
+func (a *API) multipart(n int64) int64 {
+	if !a.PresignOffered && !a.store.Presigns() {
+		return 0
+	}
+	return n
 }
 
 // positive is &n, or nil for 0 (off).

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
@@ -17,21 +20,50 @@ type presignRequest struct {
 		Size     int64  `json:"size"`
 		MimeType string `json:"mimeType"`
 		SHA256   string `json:"sha256"` // optional: hex
+		// Multipart: the client can send the file in parts.
+		Multipart bool `json:"multipart"`
+		// Parts, optional: each part's SHA-256 (hex), in order.
+		Parts []struct {
+			SHA256 string `json:"sha256"`
+		} `json:"parts"`
 	} `json:"files"`
 }
 
 type presignedUpload struct {
 	UploadID  string            `json:"upload_id"`
-	Method    string            `json:"method"`
-	URL       string            `json:"url"`
-	Headers   map[string]string `json:"headers"`
+	Method    string            `json:"method,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
 	ExpiresAt time.Time         `json:"expires_at"`
+	Multipart *multipartPlan    `json:"multipart,omitempty"`
+}
+
+type multipartPlan struct {
+	PartBytes int64           `json:"part_bytes"`
+	PartCount int             `json:"part_count"`
+	Received  []receivedPart  `json:"received"`
+	Parts     []presignedPart `json:"parts"`
+}
+
+type receivedPart struct {
+	PartNumber int32 `json:"part_number"`
+	Size       int64 `json:"size"`
+}
+
+type presignedPart struct {
+	PartNumber int32             `json:"part_number"`
+	Size       int64             `json:"size"`
+	Method     string            `json:"method"`
+	URL        string            `json:"url"`
+	Headers    map[string]string `json:"headers"`
 }
 
 // presign is POST /workspaces/{workspaceId}/chat/uploads/presign: it lets
-// a client put large files straight into the bucket. Nothing is visible
-// to the workspace until the JSON form of upload commits them. A file's
-// declared sha256 (hex) is signed into its PUT.
+// a client put large files straight into the bucket, in one PUT or, for a
+// client that asks and a file above the multipart threshold, in parts.
+// Nothing is visible to the workspace until the JSON form of upload
+// commits them. Declared SHA-256s (the file's, each part's) are signed
+// into the PUTs.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	ws, id, err := a.guard(r)
 	if err != nil {
@@ -58,26 +90,121 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		}
 		var sum []byte
 		if f.SHA256 != "" {
-			var err error
-			if sum, err = hex.DecodeString(f.SHA256); err != nil || len(sum) != sha256.Size {
+			if sum = sha256Hex(f.SHA256); sum == nil {
 				return errBadSHA256(name)
 			}
 		}
-		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size, SHA256: sum}
+		var parts [][]byte
+		for _, p := range f.Parts {
+			part := sha256Hex(p.SHA256)
+			if part == nil {
+				return errBadSHA256(name)
+			}
+			parts = append(parts, part)
+		}
+		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size, SHA256: sum,
+			Multipart: f.Multipart, PartSHA256: parts}
 	}
 	puts, err := a.store.Presign(r.Context(), id, ws, files)
 	if errors.Is(err, pendinguploads.ErrNoBucket) {
 		return errPresignOff
+	}
+	if item, ok := errors.AsType[*pendinguploads.ItemError](err); ok && errors.Is(err, pendinguploads.ErrBadParts) {
+		return errBadParts(files[item.Index].Filename)
 	}
 	if err != nil {
 		return err
 	}
 	out := make([]presignedUpload, len(puts))
 	for i, p := range puts {
-		out[i] = presignedUpload{UploadID: p.UploadID.String(), Method: http.MethodPut, URL: p.URL, Headers: p.Headers, ExpiresAt: p.ExpiresAt}
+		out[i] = presigned(p)
 		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
-			"filename", files[i].Filename}, id.LogAttrs()...)...)
+			"filename", files[i].Filename, "multipart", p.Multipart != nil}, id.LogAttrs()...)...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
 	return nil
+}
+
+// resume is POST /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
+// for a multipart upload not committed yet, the parts the bucket holds
+// and fresh PUTs of the others.
+func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
+	ws, id, upload, err := a.guardUpload(r)
+	if err != nil {
+		return err
+	}
+	p, err := a.store.Resume(r.Context(), id, ws, upload)
+	if errors.Is(err, pendinguploads.ErrUploadCommitted) {
+		return errUploadCommitted(upload.String())
+	}
+	if err != nil {
+		return err
+	}
+	a.logger().Info("resumed", append([]any{"workspace_id", ws, "upload_id", upload, "received", len(p.Multipart.Received),
+		"missing", len(p.Multipart.Parts)}, id.LogAttrs()...)...)
+	writeJSON(w, http.StatusOK, presigned(p))
+	return nil
+}
+
+// abort is DELETE /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
+// the upload is dropped, its parts or object with it.
+func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
+	ws, id, upload, err := a.guardUpload(r)
+	if err != nil {
+		return err
+	}
+	err = a.store.Abort(r.Context(), id, ws, upload)
+	if errors.Is(err, pendinguploads.ErrUploadCommitted) {
+		return errUploadCommitted(upload.String())
+	}
+	if err != nil {
+		return err
+	}
+	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, id.LogAttrs()...)...)
+	writeJSON(w, http.StatusOK, map[string]any{"aborted": true})
+	return nil
+}
+
+// guardUpload is guard for a route that names a presigned upload.
+func (a *API) guardUpload(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
+	ws, id, err := a.guard(r)
+	if err != nil {
+		return uuid.Nil, nil, uuid.Nil, err
+	}
+	if !a.store.Presigns() {
+		return uuid.Nil, nil, uuid.Nil, errPresignOff
+	}
+	upload, err := uuid.Parse(r.PathValue("uploadId"))
+	if err != nil {
+		return uuid.Nil, nil, uuid.Nil, errBadUploadID
+	}
+	return ws, id, upload, nil
+}
+
+// presigned is the answer for one presigned upload.
+func presigned(p pendinguploads.PresignedPut) presignedUpload {
+	out := presignedUpload{UploadID: p.UploadID.String(), ExpiresAt: p.ExpiresAt}
+	if p.Multipart == nil {
+		out.Method, out.URL, out.Headers = http.MethodPut, p.URL, p.Headers
+		return out
+	}
+	m := &multipartPlan{PartBytes: p.Multipart.PartBytes, PartCount: p.Multipart.PartCount,
+		Received: []receivedPart{}, Parts: []presignedPart{}}
+	for _, r := range p.Multipart.Received {
+		m.Received = append(m.Received, receivedPart{PartNumber: r.Number, Size: r.Size})
+	}
+	for _, pp := range p.Multipart.Parts {
+		m.Parts = append(m.Parts, presignedPart{PartNumber: pp.Number, Size: pp.Size, Method: http.MethodPut, URL: pp.URL, Headers: pp.Headers})
+	}
+	out.Multipart = m
+	return out
+}
+
+// sha256Hex decodes a hex SHA-256, or nil.
+func sha256Hex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return nil
+	}
+	return b
 }

@@ -23,6 +23,8 @@ type Route struct {
 var (
 	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false, nil}
 	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false, nil}
+	ResumeRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).resume, false, nil}
+	AbortRoute   = Route{"DELETE", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).abort, false, nil}
 	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false, []string{"limit", "after"}}
 	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false, []string{"redirect"}}
 	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
@@ -33,4 +35,4 @@ var (
 // Routes is the whole HTTP API, in the order of API.md: the one table the
 // functions, the dev server, and the tests of openapi.yaml and
 // template.yaml read.
-var Routes = []Route{UploadRoute, PresignRoute, ListRoute, ContentRoute, AckRoute, LimitsRoute}
+var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ListRoute, ContentRoute, AckRoute, LimitsRoute}

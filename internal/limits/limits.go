@@ -16,4 +16,14 @@ const (
 	// DefaultRequestBytes is MAX_REQUEST_BYTES's default (4 MiB): what fits
 	// a Lambda request after base64.
 	DefaultRequestBytes = 4 << 20
+
+	// MinPartBytes is the smallest part of a multipart upload but its
+	// last (S3's own minimum, 5 MiB): MULTIPART_PART_BYTES's floor.
+	MinPartBytes = 5 << 20
+	// DefaultPartBytes is MULTIPART_PART_BYTES's default (8 MiB).
+	DefaultPartBytes = 8 << 20
+	// DefaultMultipartThresholdBytes is MULTIPART_THRESHOLD_BYTES's
+	// default (16 MiB): a presigned file above it goes in parts, for a
+	// client that takes them.
+	DefaultMultipartThresholdBytes = 16 << 20
 )

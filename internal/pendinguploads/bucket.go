@@ -39,6 +39,31 @@ type Bucket interface {
 	PresignGet(ctx context.Context, key, disposition, contentType string, ttl time.Duration) (string, error)
 	// List returns up to limit objects under prefix, in key order.
 	List(ctx context.Context, prefix string, limit int) ([]Blob, error)
+
+	// CreateMultipart starts a multipart upload to key and returns its id
+	// (the bucket's; it never leaves the server); with checksums, each part
+	// must carry its SHA-256.
+	CreateMultipart(ctx context.Context, key, mimetype string, checksums bool) (string, error)
+	// PresignPart signs the PUT of part n (from 1) of size bytes, and with
+	// sha256 of those bytes only.
+	PresignPart(ctx context.Context, key, uploadID string, n int32, size int64, sha256 []byte, ttl time.Duration) (string, map[string]string, error)
+	// ListParts returns the parts the bucket holds, in order; an upload
+	// that is no more (completed or aborted) wraps ErrBlobNotFound.
+	ListParts(ctx context.Context, key, uploadID string) ([]Part, error)
+	// CompleteMultipart assembles the object from parts (as ListParts
+	// returned them); an upload that is no more wraps ErrBlobNotFound.
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []Part) error
+	// AbortMultipart drops the upload and its parts; one that is no more
+	// is no error.
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}
+
+// Part is one part of a multipart upload, as the bucket holds it.
+type Part struct {
+	Number         int32
+	Size           int64
+	ETag           string
+	ChecksumSHA256 string // base64, when the upload keeps checksums
 }
 
 // Blob is an object as Bucket.List lists it.

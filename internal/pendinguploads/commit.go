@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,14 +47,43 @@ type Declared struct {
 	// PUT: the bucket refuses other bytes, and a commit refuses an object
 	// whose checksum is another.
 	SHA256 []byte
+	// Multipart says the client can send the file in parts: a file above
+	// the Store's MultipartThreshold then goes as an S3 multipart upload of
+	// PartBytes parts.
+	Multipart bool
+	// PartSHA256, when the client declares it, is each part's SHA-256 in
+	// order (as many as the file has parts of PartBytes): every part's URL
+	// is bound to its checksum.
+	PartSHA256 [][]byte
 }
 
-// PresignedPut is the signed PUT of one declared file.
+// PresignedPut is the signed PUT of one declared file, or its plan of
+// parts.
 type PresignedPut struct {
 	UploadID  uuid.UUID
-	URL       string
+	URL       string            // "" for a multipart upload
 	Headers   map[string]string // to send with the PUT, exactly
-	ExpiresAt time.Time         // of the URL
+	ExpiresAt time.Time         // of the URL(s)
+	// Multipart is the plan of a file that goes in parts; nil for one PUT.
+	Multipart *Multipart
+}
+
+// Multipart is the plan of a multipart upload: PartCount parts of
+// PartBytes (the last one shorter), the parts the bucket already holds,
+// and a signed PUT of each other one.
+type Multipart struct {
+	PartBytes int64
+	PartCount int
+	Received  []Part
+	Parts     []PartPut
+}
+
+// PartPut is the signed PUT of one part.
+type PartPut struct {
+	Number  int32
+	Size    int64
+	URL     string
+	Headers map[string]string // to send with the PUT, exactly
 }
 
 // Presign records files as presigned uploads of workspaceID, acting for
@@ -67,35 +97,56 @@ func (s *Store) Presign(ctx context.Context, id *auth.Identity, workspaceID uuid
 	if len(files) > MaxBatch {
 		return nil, ErrTooManyItems
 	}
+	promises := make([]promise, len(files))
 	for i, f := range files {
+		p := promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
+			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size, SHA256: f.SHA256}
 		err := validateFile(f.Size, f.Filename, s.FileCap())
 		if err == nil && f.SHA256 != nil && len(f.SHA256) != sha256.Size {
 			err = fmt.Errorf("a SHA-256 of %d bytes", len(f.SHA256))
 		}
+		if err == nil && f.Multipart && f.Size > s.MultipartThreshold {
+			p.PartBytes = s.PartBytes
+			if f.PartSHA256 != nil && len(f.PartSHA256) != p.partCount() {
+				err = fmt.Errorf("%w: %d declared, the file has %d parts of %d bytes", ErrBadParts, len(f.PartSHA256), p.partCount(), p.PartBytes)
+			}
+			for _, sum := range f.PartSHA256 {
+				if err == nil && len(sum) != sha256.Size {
+					err = fmt.Errorf("%w: a SHA-256 of %d bytes", ErrBadParts, len(sum))
+				}
+			}
+			p.PartSHA256 = f.PartSHA256
+		} else if err == nil && f.PartSHA256 != nil {
+			err = fmt.Errorf("%w: a file sent in one PUT has no parts", ErrBadParts)
+		}
 		if err != nil {
 			return nil, &ItemError{Index: i, Err: err}
 		}
-	}
-	promises := make([]promise, len(files))
-	for i, f := range files {
-		promises[i] = promise{UploadID: uuid.New(), WorkspaceID: workspaceID,
-			Filename: f.Filename, Mimetype: f.Mimetype, SizeBytes: f.Size, SHA256: f.SHA256}
+		promises[i] = p
 	}
 	if err := s.recordPromises(ctx, id, workspaceID, promises); err != nil {
+		return nil, err
+	}
+	if err := s.startMultipart(ctx, promises); err != nil {
 		return nil, err
 	}
 	expires := time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)
 	out := make([]PresignedPut, len(promises))
 	for i, p := range promises {
-		ctype := p.Mimetype
-		if ctype == "" {
-			ctype = octetStream
+		out[i] = PresignedPut{UploadID: p.UploadID, ExpiresAt: expires}
+		if p.multipart() {
+			plan, err := s.plan(ctx, p, nil)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Multipart = plan
+			continue
 		}
-		url, headers, err := s.bucket.PresignPut(ctx, p.stagingKey(), p.SizeBytes, ctype, p.SHA256, presignPutTTL)
+		url, headers, err := s.bucket.PresignPut(ctx, p.stagingKey(), p.SizeBytes, p.contentType(), p.SHA256, presignPutTTL)
 		if err != nil {
 			return nil, wrap("presign put", err)
 		}
-		out[i] = PresignedPut{UploadID: p.UploadID, URL: url, Headers: headers, ExpiresAt: expires}
+		out[i].URL, out[i].Headers = url, headers
 	}
 	return out, nil
 }
@@ -298,6 +349,11 @@ func (s *Store) place(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUI
 		p, fid := promised[id], uuid.New()
 		dst := objectKey(workspaceID, fid)
 		g.Go(func() error {
+			if p.multipart() {
+				if err := s.complete(gctx, p); err != nil {
+					return err
+				}
+			}
 			n, sum, err := s.bucket.CopyMeasured(gctx, p.stagingKey(), dst)
 			if errors.Is(err, ErrBlobNotFound) {
 				return &NotReceivedError{id, "no object"}
@@ -337,9 +393,35 @@ type promise struct {
 	SHA256      []byte // declared; nil when not
 	// FileID is the file a commit made of it; uuid.Nil while uncommitted.
 	FileID uuid.UUID
+	// PartBytes is the part size of a multipart upload; 0 for one PUT.
+	PartBytes int64
+	// S3UploadID is the bucket's id of a multipart upload, once started.
+	S3UploadID string
+	// PartSHA256 is each part's declared SHA-256; nil when not declared.
+	PartSHA256 [][]byte
 }
 
 func (p promise) committed() bool { return p.FileID != uuid.Nil }
+
+func (p promise) multipart() bool { return p.PartBytes > 0 }
+
+// partCount is how many parts of PartBytes the file takes.
+func (p promise) partCount() int {
+	return int((p.SizeBytes + p.PartBytes - 1) / p.PartBytes)
+}
+
+// partSize is the size of part n (from 1): PartBytes, the last shorter.
+func (p promise) partSize(n int) int64 {
+	return min(p.PartBytes, p.SizeBytes-int64(n-1)*p.PartBytes)
+}
+
+// contentType is what the object is stored as.
+func (p promise) contentType() string {
+	if p.Mimetype == "" {
+		return octetStream
+	}
+	return p.Mimetype
+}
 
 func (p promise) stagingKey() string { return stagingKey(p.WorkspaceID, p.UploadID) }
 
@@ -358,31 +440,40 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 	types := make([]string, len(items))
 	sizes := make([]int64, len(items))
 	sums := make([][]byte, len(items))
+	partBytes := make([]*int64, len(items))
+	partSums := make([][]byte, len(items))
 	for i, it := range items {
 		ids[i], wss[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
+		if it.multipart() {
+			partBytes[i] = &items[i].PartBytes
+			if it.PartSHA256 != nil {
+				partSums[i] = bytes.Join(it.PartSHA256, nil)
+			}
+		}
 	}
 	check, err := s.check(ctx, id, workspaceID)
 	if err != nil {
 		return err
 	}
-	var bytes int64
+	var adding int64
 	for _, it := range items {
-		bytes += it.SizeBytes
+		adding += it.SizeBytes
 	}
 	// The quota, early: without the workspace's lock (the commit checks
 	// it exactly).
-	q := s.quotaFor(int64(len(items)), bytes)
+	q := s.quotaFor(int64(len(items)), adding)
 	b := &pgx.Batch{}
 	check.Queue(b)
 	q.queue(b, check, workspaceID, false)
-	quotaCond, quotaArgs := q.cond(8, 10)
+	quotaCond, quotaArgs := q.cond(8, 12)
 	var inserted int64
 	b.Queue(`
-		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at)
-		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + $6::bigint * interval '1 microsecond'
-		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $9::bytea[]) AS u(id, ws, name, type, size, sha256)
+		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at, part_bytes, part_sha256)
+		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + $6::bigint * interval '1 microsecond', u.part_bytes, u.part_sha256
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $9::bytea[], $10::bigint[], $11::bytea[])
+		     AS u(id, ws, name, type, size, sha256, part_bytes, part_sha256)
 		WHERE `+and(check.Guard(7, 8), quotaCond),
-		append([]any{uuidArray(ids), uuidArray(wss), names, types, sizes, commitWindow.Microseconds(), check.Arg(), workspaceID, sums}, quotaArgs...)...).Exec(func(tag pgconn.CommandTag) error {
+		append([]any{uuidArray(ids), uuidArray(wss), names, types, sizes, commitWindow.Microseconds(), check.Arg(), workspaceID, sums, partBytes, partSums}, quotaArgs...)...).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
@@ -409,14 +500,20 @@ func (s *Store) lookupPromises(ctx context.Context, check *auth.Check, workspace
 	check.Queue(b)
 	out := make(map[uuid.UUID]promise, len(ids))
 	b.Queue(`
-		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000')
+		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000'),
+		       coalesce(part_bytes, 0), coalesce(s3_upload_id, ''), part_sha256
 		FROM presigned_uploads
 		WHERE upload_id = ANY($1) AND workspace_id = $2 AND expires_at > now() AND `+check.Guard(3, 2),
 		uuidArray(ids), workspaceID, check.Arg()).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var p promise
-			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.SHA256, &p.FileID); err != nil {
+			var partSums []byte
+			if err := rows.Scan(&p.UploadID, &p.WorkspaceID, &p.Filename, &p.Mimetype, &p.SizeBytes, &p.SHA256, &p.FileID,
+				&p.PartBytes, &p.S3UploadID, &partSums); err != nil {
 				return err
+			}
+			for sum := range slices.Chunk(partSums, sha256.Size) {
+				p.PartSHA256 = append(p.PartSHA256, sum)
 			}
 			out[p.UploadID] = p
 		}

@@ -94,8 +94,10 @@ func wrap(op string, err error) error {
 
 // IsUnavailable reports whether err means the database (or another
 // dependency reached over the network) is down or too slow, as opposed to
-// a bug or a refused statement. A client that went away
-// (context.Canceled) is not unavailability.
+// a bug or a refused statement: Postgres's codes are read here; the
+// bucket's are read where the bucket is, and arrive wrapping
+// ErrUnavailable (s3blobs). A client that went away (context.Canceled) is
+// not unavailability.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
@@ -119,20 +121,6 @@ func IsUnavailable(err error) bool {
 			return true
 		}
 		return false
-	}
-	// An object store (S3) that throttles or fails on its side after the
-	// SDK's own retries. Matched by behaviour, so storage needs no SDK.
-	var coded interface{ ErrorCode() string }
-	if errors.As(err, &coded) {
-		switch coded.ErrorCode() {
-		case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout",
-			"Throttling", "ThrottlingException", "RequestLimitExceeded":
-			return true
-		}
-	}
-	var status interface{ HTTPStatusCode() int }
-	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
-		return true
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {

@@ -11,15 +11,6 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-type codedErr struct {
-	code   string
-	status int
-}
-
-func (e codedErr) Error() string       { return e.code }
-func (e codedErr) ErrorCode() string   { return e.code }
-func (e codedErr) HTTPStatusCode() int { return e.status }
-
 func TestIsUnavailable(t *testing.T) {
 	cases := []struct {
 		name string
@@ -33,9 +24,8 @@ func TestIsUnavailable(t *testing.T) {
 		{"ConnectionException", &pgconn.PgError{Code: "08006"}, true},
 		{"SerializationFailure", &pgconn.PgError{Code: "40001"}, true},
 		{"CheckViolation", &pgconn.PgError{Code: "23514"}, false},
-		{"S3SlowDown", codedErr{"SlowDown", 503}, true},
-		{"S3InternalError", codedErr{"InternalError", 500}, true},
-		{"S3AccessDenied", codedErr{"AccessDenied", 403}, false},
+		// The bucket's errors arrive classified (s3blobs).
+		{"BucketUnavailable", fmt.Errorf("put: %w: SlowDown", pendinguploads.ErrUnavailable), true},
 		{"Bug", errors.New("nil map"), false},
 	}
 	for _, c := range cases {

@@ -55,6 +55,11 @@ type Store struct {
 	// SweepBatch bounds the rows one sweep statement deletes, so a large
 	// backlog never holds one long lock (default DefaultSweepBatch).
 	SweepBatch int
+	// MultipartThreshold and PartBytes: a presigned file above the
+	// threshold, from a client that takes parts, goes in parts of
+	// PartBytes (MULTIPART_THRESHOLD_BYTES, MULTIPART_PART_BYTES).
+	MultipartThreshold int64
+	PartBytes          int64
 	// MaxPendingBytes and MaxPendingFiles are the per-workspace quota on
 	// what waits, unacked and unexpired (see QuotaError); 0 turns either
 	// off.

@@ -48,7 +48,7 @@ func (s *Store) Delete(ctx context.Context, keys []string) error {
 			Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)},
 		})
 		if err != nil {
-			return fmt.Errorf("delete keys %d-%d of %d: %w", start, start+len(batch)-1, len(keys), err)
+			return fmt.Errorf("delete keys %d-%d of %d: %w", start, start+len(batch)-1, len(keys), classify(err))
 		}
 		for _, e := range out.Errors {
 			refused = append(refused, aws.ToString(e.Key))

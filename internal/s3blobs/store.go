@@ -45,6 +45,10 @@ type S3API interface {
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	ListParts(ctx context.Context, in *s3.ListPartsInput, optFns ...func(*s3.Options)) (*s3.ListPartsOutput, error)
+	CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
 var _ pendinguploads.Bucket = (*Store)(nil)
@@ -53,6 +57,7 @@ var _ pendinguploads.Bucket = (*Store)(nil)
 // implements it.
 type Presigner interface {
 	PresignPutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
+	PresignUploadPart(ctx context.Context, in *s3.UploadPartInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
 	PresignGetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
 }
 
@@ -107,7 +112,7 @@ func (s *Store) Put(ctx context.Context, key string, content []byte, mimetype st
 		in.ContentType = aws.String(mimetype)
 	}
 	if _, err := s.api.PutObject(ctx, in); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return fmt.Errorf("put %s: %w", key, classify(err))
 	}
 	return nil
 }
@@ -133,7 +138,7 @@ func (s *Store) Open(ctx context.Context, key string, off, n int64) (io.ReadClos
 		if isNotFound(err) {
 			return nil, s.notFound("open", key)
 		}
-		return nil, fmt.Errorf("open %s: %w", key, err)
+		return nil, fmt.Errorf("open %s: %w", key, classify(err))
 	}
 	if got := aws.ToInt64(out.ContentLength); got != n {
 		out.Body.Close()
@@ -188,7 +193,7 @@ func (s *Store) CopyMeasured(ctx context.Context, src, dst string) (int64, []byt
 		if isNotFound(err) {
 			return 0, nil, s.notFound("copy", src)
 		}
-		return 0, nil, fmt.Errorf("copy %s to %s: %w", src, dst, err)
+		return 0, nil, fmt.Errorf("copy %s to %s: %w", src, dst, classify(err))
 	}
 	sum := fullObjectSHA256(out.CopyObjectResult)
 	if sum == nil {
@@ -196,7 +201,7 @@ func (s *Store) CopyMeasured(ctx context.Context, src, dst string) (int64, []byt
 	}
 	head, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(dst)})
 	if err != nil {
-		return 0, nil, fmt.Errorf("copy %s to %s: head: %w", src, dst, err)
+		return 0, nil, fmt.Errorf("copy %s to %s: head: %w", src, dst, classify(err))
 	}
 	if head.ContentLength == nil {
 		return 0, nil, fmt.Errorf("copy %s to %s: no Content-Length in the HEAD", src, dst)
@@ -253,7 +258,7 @@ func (s *Store) Digest(ctx context.Context, key string) (int64, []byte, error) {
 		if isNotFound(err) {
 			return 0, nil, s.notFound("digest", key)
 		}
-		return 0, nil, fmt.Errorf("digest %s: %w", key, err)
+		return 0, nil, fmt.Errorf("digest %s: %w", key, classify(err))
 	}
 	defer out.Body.Close()
 	h := sha256.New()
@@ -276,7 +281,7 @@ func (s *Store) List(ctx context.Context, prefix string, limit int) ([]pendingup
 		MaxKeys: aws.Int32(int32(min(max(limit, 1), 1000))),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+		return nil, fmt.Errorf("list %s: %w", prefix, classify(err))
 	}
 	blobs := make([]pendinguploads.Blob, len(out.Contents))
 	for i, o := range out.Contents {

@@ -1,0 +1,238 @@
+package pendinguploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+)
+
+// A file above MultipartThreshold, from a client that takes parts, goes
+// to the bucket as an S3 multipart upload: Presign starts it and signs a
+// PUT of each part; a client that lost its connection asks Resume which
+// parts the bucket holds (the bucket's word, never the client's) and gets
+// fresh PUTs for the others; Abort drops it; Commit completes it from the
+// parts the bucket holds, then places and measures the object as for one
+// PUT. The bucket's upload id and key never leave the server.
+
+// Errors of the multipart calls.
+var (
+	// ErrBadParts is returned (in an *ItemError) by Presign for declared
+	// part checksums that do not fit the file's parts.
+	ErrBadParts = errors.New("pendinguploads: part checksums do not match the parts")
+	// ErrUploadNotFound is returned by Resume and Abort for an upload id
+	// that is not one of this workspace's, or expired.
+	ErrUploadNotFound = errors.New("pendinguploads: upload not found")
+	// ErrUploadCommitted is returned by Resume and Abort for an upload a
+	// commit took already.
+	ErrUploadCommitted = errors.New("pendinguploads: upload already committed")
+	// ErrNotMultipart is returned by Resume for an upload of one PUT.
+	ErrNotMultipart = errors.New("pendinguploads: not a multipart upload")
+)
+
+// startMultipart starts, in the bucket, the multipart upload of each
+// promise that has parts, and records the bucket's ids: one more round
+// trip, for presigns with parts only. On failure the uploads started are
+// aborted, and the promises, which no part can reach, expire.
+func (s *Store) startMultipart(ctx context.Context, promises []promise) error {
+	var idx []int
+	for i, p := range promises {
+		if p.multipart() {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(objectConcurrency)
+	for _, i := range idx {
+		p := &promises[i]
+		g.Go(func() error {
+			id, err := s.bucket.CreateMultipart(gctx, p.stagingKey(), p.contentType(), p.PartSHA256 != nil)
+			if err != nil {
+				return wrap("presign: start multipart", err)
+			}
+			p.S3UploadID = id
+			return nil
+		})
+	}
+	err := g.Wait()
+	if err == nil {
+		b := &pgx.Batch{}
+		for _, i := range idx {
+			b.Queue(`UPDATE presigned_uploads SET s3_upload_id = $2 WHERE upload_id = $1`, promises[i].UploadID, promises[i].S3UploadID)
+		}
+		if err = s.db.SendBatch(ctx, b).Close(); err != nil {
+			err = wrap("presign: record multipart", err)
+		}
+	}
+	if err != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
+		defer cancel()
+		for _, i := range idx {
+			if id := promises[i].S3UploadID; id != "" {
+				_ = s.bucket.AbortMultipart(actx, promises[i].stagingKey(), id)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// plan is p's multipart plan: the parts the bucket holds (received, as
+// ListParts returned them; nil for none yet) and a signed PUT of every
+// other part.
+func (s *Store) plan(ctx context.Context, p promise, received []Part) (*Multipart, error) {
+	m := &Multipart{PartBytes: p.PartBytes, PartCount: p.partCount(), Received: received}
+	have := map[int32]bool{}
+	for _, r := range received {
+		if r.Size == p.partSize(int(r.Number)) {
+			have[r.Number] = true
+		}
+	}
+	for n := 1; n <= m.PartCount; n++ {
+		if have[int32(n)] {
+			continue
+		}
+		var sum []byte
+		if p.PartSHA256 != nil {
+			sum = p.PartSHA256[n-1]
+		}
+		size := p.partSize(n)
+		url, headers, err := s.bucket.PresignPart(ctx, p.stagingKey(), p.S3UploadID, int32(n), size, sum, presignPutTTL)
+		if err != nil {
+			return nil, wrap("presign part", err)
+		}
+		m.Parts = append(m.Parts, PartPut{Number: int32(n), Size: size, URL: url, Headers: headers})
+	}
+	return m, nil
+}
+
+// Resume tells, for the multipart upload uploadID of workspaceID (acting
+// for id), which parts the bucket holds, and signs fresh PUTs of the
+// others: one round trip with id's check, one listing. ErrUploadNotFound
+// for an upload that is not this workspace's, or expired;
+// ErrUploadCommitted once committed; ErrNotMultipart for one PUT.
+func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (PresignedPut, error) {
+	p, err := s.openPromise(ctx, id, workspaceID, uploadID)
+	if err != nil {
+		return PresignedPut{}, err
+	}
+	if !p.multipart() {
+		return PresignedPut{}, ErrNotMultipart
+	}
+	received, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
+	if errors.Is(err, ErrBlobNotFound) {
+		// Completed (a commit whose answer was lost) or aborted: nothing
+		// to send any more either way.
+		return PresignedPut{}, ErrUploadNotFound
+	}
+	if err != nil {
+		return PresignedPut{}, wrap("resume: list parts", err)
+	}
+	plan, err := s.plan(ctx, p, received)
+	if err != nil {
+		return PresignedPut{}, err
+	}
+	return PresignedPut{UploadID: uploadID, Multipart: plan,
+		ExpiresAt: time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)}, nil
+}
+
+// Abort drops the presigned upload uploadID of workspaceID (acting for
+// id): its parts (or its object) in the bucket, then its promise, so
+// that no commit can take it. The same errors as Resume, but for
+// ErrNotMultipart: an upload of one PUT is aborted too.
+func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) error {
+	p, err := s.openPromise(ctx, id, workspaceID, uploadID)
+	if err != nil {
+		return err
+	}
+	if p.multipart() {
+		err = s.bucket.AbortMultipart(ctx, p.stagingKey(), p.S3UploadID)
+	} else {
+		err = s.bucket.Delete(ctx, []string{p.stagingKey()})
+	}
+	if err != nil {
+		return wrap("abort", err)
+	}
+	tag, err := s.db.Exec(ctx, `DELETE FROM presigned_uploads WHERE upload_id = $1 AND workspace_id = $2 AND file_id IS NULL`,
+		uploadID, workspaceID)
+	if err != nil {
+		return wrap("abort", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrUploadCommitted // a commit took it meanwhile
+	}
+	return nil
+}
+
+// openPromise looks up an uncommitted, unexpired presigned upload of
+// workspaceID for id, in one round trip with id's check.
+func (s *Store) openPromise(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (promise, error) {
+	if s.bucket == nil {
+		return promise{}, ErrNoBucket
+	}
+	check, err := s.check(ctx, id, workspaceID)
+	if err != nil {
+		return promise{}, err
+	}
+	promised, err := s.lookupPromises(ctx, check, workspaceID, []uuid.UUID{uploadID})
+	if err != nil {
+		return promise{}, err
+	}
+	p, ok := promised[uploadID]
+	switch {
+	case !ok:
+		return promise{}, ErrUploadNotFound
+	case p.committed():
+		return promise{}, ErrUploadCommitted
+	case p.multipart() && p.S3UploadID == "":
+		return promise{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
+	}
+	return p, nil
+}
+
+// complete assembles p's multipart upload from the parts the bucket
+// holds, which must be every part, each of its size: else a
+// *NotReceivedError naming what is missing. An upload the bucket no
+// longer has was completed before (a commit whose answer was lost), or
+// aborted: place then finds its object, or not.
+func (s *Store) complete(ctx context.Context, p promise) error {
+	parts, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
+	if errors.Is(err, ErrBlobNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("commit: list parts", err)
+	}
+	want := p.partCount()
+	byNumber := make(map[int32]Part, len(parts))
+	for _, part := range parts {
+		byNumber[part.Number] = part
+	}
+	done := make([]Part, 0, want)
+	for n := 1; n <= want; n++ {
+		part, ok := byNumber[int32(n)]
+		switch {
+		case !ok:
+			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d of %d missing", n, want)}
+		case part.Size != p.partSize(n):
+			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d holds %d bytes, %d declared", n, part.Size, p.partSize(n))}
+		}
+		done = append(done, part)
+	}
+	if len(parts) != want {
+		return &NotReceivedError{p.UploadID, fmt.Sprintf("%d parts, %d declared", len(parts), want)}
+	}
+	if err := s.bucket.CompleteMultipart(ctx, p.stagingKey(), p.S3UploadID, done); err != nil && !errors.Is(err, ErrBlobNotFound) {
+		return wrap("commit: complete multipart", err)
+	}
+	return nil
+}
