@@ -168,14 +168,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	}
 	tokens := auth.NewTokens(db)
 	tokens.Logger = log
-	a.Store = pendinguploads.New(db, bucket, tokens)
-	a.Store.TTL = cfg.UploadTTL
-	a.Store.InlineMaxBytes = cfg.InlineMaxBytes
-	a.Store.MaxFileBytes = cfg.MaxFileBytes
-	a.Store.MultipartThreshold = cfg.MultipartThresholdBytes
-	a.Store.PartBytes = cfg.PartBytes
-	a.Store.MaxPendingBytes = cfg.WorkspaceMaxPendingBytes
-	a.Store.MaxPendingFiles = cfg.WorkspaceMaxPendingFiles
+	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))
 
 	if adminToken != "" {
 		authn, err := auth.NewAuthenticator(tokens, adminToken)
@@ -195,10 +188,24 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		api.Logger = log
 		api.Metrics = a.Metrics
 		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
-		api.PresignOffered = cfg.ContentBucket != ""
+		api.Limits = httpapi.LimitsOf(cfg)
 		a.API = api
 	}
 	return a, nil
+}
+
+// StoreSettings are the store's settings in cfg.
+func StoreSettings(cfg config.Config) pendinguploads.Settings {
+	return pendinguploads.Settings{
+		MaxFileBytes:       cfg.MaxFileBytes,
+		InlineMaxBytes:     cfg.InlineMaxBytes,
+		TTL:                cfg.UploadTTL,
+		SweepBatch:         config.SweepBatch,
+		MultipartThreshold: cfg.MultipartThresholdBytes,
+		PartBytes:          cfg.PartBytes,
+		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
+		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
+	}
 }
 
 // Close releases the pool.

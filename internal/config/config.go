@@ -103,6 +103,19 @@ const (
 	maxRequestCap = 64 * DefaultMaxFileBytes
 )
 
+// SweepBatch is how many rows one sweep statement deletes: a large
+// backlog never holds one long lock. Not a setting.
+const SweepBatch = 1000
+
+// Defaults is the configuration of an empty environment: every default.
+func Defaults() Config {
+	c, err := Load(func(string) string { return "" }, 0)
+	if err != nil {
+		panic("config: the defaults do not load: " + err.Error())
+	}
+	return c
+}
+
 // Requirement says which settings a process cannot start without.
 type Requirement int
 

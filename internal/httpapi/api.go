@@ -19,15 +19,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
-	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-// Caps and limits of API.md. The per-file cap is the store's (FileCap).
+// The request deadline of API.md. The caps are limits' and the
+// configuration's; the per-file cap is the store's (FileCap).
 const (
-	MaxFiles               = pendinguploads.MaxBatch
-	DefaultMaxRequestBytes = limits.DefaultRequestBytes
 	// RequestDeadline bounds every request's calls to its dependencies
 	// (Postgres, S3): API.md wants a 503 within 15 s of the request when
 	// one is down or frozen, on Lambda and on the dev server alike. The
@@ -45,7 +43,7 @@ type API struct {
 	store *pendinguploads.Store
 	authn *auth.Authenticator
 
-	// MaxRequestBytes caps an upload's body (default DefaultMaxRequestBytes).
+	// MaxRequestBytes caps an upload's body (MAX_REQUEST_BYTES).
 	MaxRequestBytes int64
 	// Logger receives one JSON line per state change (default slog.Default()).
 	Logger *slog.Logger
@@ -54,10 +52,9 @@ type API struct {
 	// CORSAllowedOrigins are the browser origins answered with CORS
 	// headers (cors.go); empty: none.
 	CORSAllowedOrigins []string
-	// PresignOffered says the service offers presigned uploads (a bucket
-	// is configured), for GET /uploads/limits: the list function that
-	// serves it has no bucket of its own.
-	PresignOffered bool
+	// Limits is the answer of GET /uploads/limits (LimitsOf the
+	// configuration).
+	Limits Limits
 }
 
 // New returns the API over store and authn.
@@ -256,12 +253,7 @@ func (a *API) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func (a *API) maxRequest() int64 {
-	if a.MaxRequestBytes > 0 {
-		return a.MaxRequestBytes
-	}
-	return DefaultMaxRequestBytes
-}
+func (a *API) maxRequest() int64 { return a.MaxRequestBytes }
 
 // guard returns the workspace a route names and who the request acts
 // for (front identified it). A bearer token is checked by the store call

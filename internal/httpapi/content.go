@@ -98,11 +98,12 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	// mid-stream): the answer is aborted, and the connection freed. Bytes
 	// already in memory (an inline file that came with its row) are
 	// written in one call, with no copy buffer and nothing to watch.
+	var src io.Reader = body
 	var copyBuf []byte
-	if _, inMemory := body.(io.WriterTo); !inMemory {
+	if !body.InMemory {
 		idle := time.AfterFunc(StreamIdleTimeout, scancel)
 		defer idle.Stop()
-		body = &idleReader{ReadCloser: body, timer: idle}
+		src = &idleReader{Reader: body, timer: idle}
 		copyBuf = make([]byte, min(n, 256<<10))
 	}
 
@@ -122,9 +123,9 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(status)
 	var sent int64
 	if copyBuf == nil {
-		sent, err = io.Copy(w, body)
+		sent, err = io.Copy(w, src)
 	} else {
-		sent, err = io.CopyBuffer(w, body, copyBuf)
+		sent, err = io.CopyBuffer(w, src, copyBuf)
 	}
 	if err != nil || sent != n {
 		// The status line is gone: abort the answer, so that the client
@@ -143,13 +144,13 @@ const StreamIdleTimeout = 15 * time.Second
 
 // idleReader arms timer for the length of each Read.
 type idleReader struct {
-	io.ReadCloser
+	io.Reader
 	timer *time.Timer
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
 	r.timer.Reset(StreamIdleTimeout)
-	n, err := r.ReadCloser.Read(p)
+	n, err := r.Reader.Read(p)
 	r.timer.Stop()
 	return n, err
 }

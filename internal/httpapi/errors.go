@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -57,7 +58,7 @@ var (
 	errMalformedMultipart = &Error{Status: http.StatusBadRequest, Message: "malformed multipart body"}
 	errMalformedJSON      = &Error{Status: http.StatusBadRequest, Message: "malformed JSON body"}
 	errNoFiles            = &Error{Status: http.StatusBadRequest, Message: "no files field in request"}
-	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("too many files (limit %d)", MaxFiles)}
+	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("too many files (limit %d)", limits.MaxFiles)}
 	errBadUploadID        = &Error{Status: http.StatusBadRequest, Message: "invalid upload_id"}
 	errUploadNotFound     = &Error{Status: http.StatusNotFound, Message: "upload not found"}
 	errNotMultipart       = &Error{Status: http.StatusBadRequest, Message: "not a multipart upload"}

@@ -1,6 +1,12 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
+)
 
 // Limits is the answer of GET /uploads/limits: what a client needs before
 // it uploads, from the same settings the handlers enforce.
@@ -18,28 +24,24 @@ type Limits struct {
 	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
 }
 
-// Limits returns the limits in force: the store's per-file cap
-// (MAX_FILE_BYTES), the request cap (MAX_REQUEST_BYTES; larger files must
-// take presign), the files per request, and whether presign is offered.
-func (a *API) Limits() Limits {
-	return Limits{
-		PerFileBytes:             a.store.FileCap(),
-		PerRequestBytes:          a.maxRequest(),
-		MaxAttachmentsPerMessage: MaxFiles,
-		Presign:                  a.PresignOffered || a.store.Presigns(),
-		WorkspaceMaxPendingBytes: positive(a.store.MaxPendingBytes),
-		MultipartThresholdBytes:  positive(a.multipart(a.store.MultipartThreshold)),
-		MultipartPartBytes:       positive(a.multipart(a.store.PartBytes)),
-		WorkspaceMaxPendingFiles: positive(a.store.MaxPendingFiles),
+// LimitsOf is the answer of GET /uploads/limits for the configuration:
+// the same settings the store and the handlers enforce, read from their
+// one home. The function that serves it (list) has no bucket of its own:
+// whether presign is offered is the configuration's CONTENT_BUCKET.
+func LimitsOf(cfg config.Config) Limits {
+	l := Limits{
+		PerFileBytes:             cfg.MaxFileBytes,
+		PerRequestBytes:          cfg.MaxRequestBytes,
+		MaxAttachmentsPerMessage: limits.MaxFiles,
+		Presign:                  cfg.ContentBucket != "",
+		WorkspaceMaxPendingBytes: positive(cfg.WorkspaceMaxPendingBytes),
+		WorkspaceMaxPendingFiles: positive(cfg.WorkspaceMaxPendingFiles),
 	}
-}
-
-// multipart is n where presigned uploads are offered, else 0.
-func (a *API) multipart(n int64) int64 {
-	if !a.PresignOffered && !a.store.Presigns() {
-		return 0
+	if l.Presign {
+		l.MultipartThresholdBytes = positive(cfg.MultipartThresholdBytes)
+		l.MultipartPartBytes = positive(cfg.PartBytes)
 	}
-	return n
+	return l
 }
 
 // positive is &n, or nil for 0 (off).
@@ -53,6 +55,6 @@ func positive(n int64) *int64 {
 // limits is GET /uploads/limits: public (no token), cacheable 5 minutes.
 func (a *API) limits(w http.ResponseWriter, _ *http.Request) error {
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSONCached(w, http.StatusOK, a.Limits())
+	writeJSONCached(w, http.StatusOK, a.Limits)
 	return nil
 }

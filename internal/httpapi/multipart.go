@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
@@ -69,7 +70,7 @@ func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) 
 			}
 			continue
 		}
-		if len(files) == MaxFiles {
+		if len(files) == limits.MaxFiles {
 			return nil, errTooManyFiles
 		}
 		name := sanitize.Filename(raw)

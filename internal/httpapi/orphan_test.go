@@ -58,13 +58,20 @@ func TestTimedOutUploadLeavesNoObject(t *testing.T) {
 	if d := time.Since(start); d > httpapi.RequestDeadline+5*time.Second {
 		t.Errorf("answered after %v", d)
 	}
+	// Postgres's statement_timeout and the request's deadline are both
+	// 10 s: when the server cancelled the statement first, the outcome was
+	// certain and the object went before the answer; otherwise it is
+	// there, and marked.
 	objects := keysUnder(t, srv, "objects/"+ws.String()+"/")
-	if len(objects) != 2 {
-		t.Fatalf("objects after the 503: %v, want the kept file's and the late upload's", objects)
+	marks := keysUnder(t, srv, "orphans/")
+	switch {
+	case len(objects) == 1 && len(marks) == 0:
+		t.Log("the statement was cancelled by the server first: the object was deleted before the answer")
+	case len(objects) == 2 && len(marks) == 1:
+	default:
+		t.Fatalf("after the 503: objects %v, marks %v; want the late upload's object deleted, or kept and marked", objects, marks)
 	}
-	if marks := keysUnder(t, srv, "orphans/"); len(marks) != 1 {
-		t.Fatalf("marks: %v, want one, for the late upload's object", marks)
-	}
+	wantOrphans := len(marks)
 	// Past statement_timeout (10 s from the statement's start): the batch
 	// was cancelled, and releasing the lock lets nothing commit.
 	time.Sleep(time.Until(start.Add(12 * time.Second)))
@@ -81,8 +88,8 @@ func TestTimedOutUploadLeavesNoObject(t *testing.T) {
 	}
 	srv.Store.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	res2, err := srv.Store.Sweep(ctx, time.Hour)
-	if err != nil || res2.Orphans != 1 {
-		t.Fatalf("sweep: %+v, %v; want one orphan deleted", res2, err)
+	if err != nil || res2.Orphans != wantOrphans {
+		t.Fatalf("sweep: %+v, %v; want %d orphans deleted", res2, err, wantOrphans)
 	}
 	objects = keysUnder(t, srv, "objects/"+ws.String()+"/")
 	if len(objects) != 1 || !strings.HasSuffix(objects[0], kept.FileID) {

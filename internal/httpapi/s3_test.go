@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
@@ -83,7 +83,7 @@ func Test25MiBThroughTheBucket(t *testing.T) {
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
 	base := srv.URL + "/workspaces/" + ws.String()
-	data := make([]byte, pendinguploads.DefaultMaxFileBytes)
+	data := make([]byte, limits.DefaultFileBytes)
 	rand.Read(data)
 	sum := sha256.Sum256(data)
 

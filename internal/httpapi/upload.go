@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -126,13 +127,13 @@ func stagedFiles(recs []pendinguploads.Record) []stagedFile {
 	return out
 }
 
-// fileCount refuses a JSON request that does not name 1 to MaxFiles
+// fileCount refuses a JSON request that does not name 1 to limits.MaxFiles
 // files, with the messages of the multipart form.
 func fileCount(n int) error {
 	switch {
 	case n == 0:
 		return errNoFiles
-	case n > MaxFiles:
+	case n > limits.MaxFiles:
 		return errTooManyFiles
 	}
 	return nil

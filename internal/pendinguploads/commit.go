@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // A presigned upload goes in three steps. Presign records what the client
@@ -94,7 +95,7 @@ func (s *Store) Presign(ctx context.Context, id *auth.Identity, workspaceID uuid
 	if s.bucket == nil {
 		return nil, ErrNoBucket
 	}
-	if len(files) > MaxBatch {
+	if len(files) > limits.MaxFiles {
 		return nil, ErrTooManyItems
 	}
 	promises := make([]promise, len(files))
@@ -184,7 +185,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	if s.bucket == nil {
 		return nil, false, ErrNoBucket
 	}
-	if len(uploadIDs) > MaxBatch {
+	if len(uploadIDs) > limits.MaxFiles {
 		return nil, false, ErrTooManyItems
 	}
 	check, err := s.check(ctx, id, workspaceID)
@@ -273,7 +274,7 @@ func (s *Store) claimAndInsert(ctx context.Context, check *auth.Check, workspace
 		  AND ($5::timestamptz IS NULL OR now() <= $5) AND `+check.Guard(4, 3), claimQuota),
 		append([]any{uuidArray(ids), uuidArray(fileIDs), workspaceID, check.Arg(), deadlineOf(ctx)}, claimArgs...)...)
 	insQuota, insArgs := q.cond(1, 13)
-	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, make([][]byte, len(recs)), and(`
+	ins := queueInsert(ctx, b, check, workspaceID, s.TTL, recs, make([][]byte, len(recs)), and(`
 		    (SELECT count(*) FROM presigned_uploads p JOIN unnest($12::uuid[], $5::uuid[]) AS c(upload_id, file_id)
 		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($12::uuid[])`, insQuota),
 		append([]any{uuidArray(ids)}, insArgs...)...)
@@ -431,7 +432,7 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 	if len(items) == 0 {
 		return nil
 	}
-	if len(items) > MaxBatch {
+	if len(items) > limits.MaxFiles {
 		return ErrTooManyItems
 	}
 	ids := make([]uuid.UUID, len(items))
@@ -557,12 +558,12 @@ func (s *Store) sweepPresigned(ctx context.Context) (int, error) {
 	for i := 0; i < maxSweepBatches; i++ {
 		tag, err := s.db.Exec(ctx, `
 			DELETE FROM presigned_uploads WHERE upload_id IN (
-			    SELECT upload_id FROM presigned_uploads WHERE expires_at < now() LIMIT $1)`, s.sweepBatch())
+			    SELECT upload_id FROM presigned_uploads WHERE expires_at < now() LIMIT $1)`, s.SweepBatch)
 		if err != nil {
 			return total, wrap("sweep presigned", err)
 		}
 		total += int(tag.RowsAffected())
-		if int(tag.RowsAffected()) < s.sweepBatch() {
+		if int(tag.RowsAffected()) < s.SweepBatch {
 			break
 		}
 	}

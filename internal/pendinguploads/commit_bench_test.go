@@ -13,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -30,7 +32,7 @@ import (
 func BenchmarkCommit(b *testing.B) {
 	client, bucket := s3test.NewBucket(b, s3test.MustStart(b))
 	blobs := s3blobs.NewFromClient(client, bucket)
-	blobs.MaxSize = pendinguploads.MaxFileBytesCap
+	blobs.MaxSize = limits.MaxFileBytes
 	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(b))
 	if err != nil {
 		b.Fatal(err)
@@ -42,9 +44,9 @@ func BenchmarkCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	s := pendinguploads.New(pool, blobs, auth.NewTokens(pool))
-	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
-	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
+	s := pendinguploads.New(pool, blobs, auth.NewTokens(pool), apptest.StoreSettings())
+	s.MaxFileBytes = limits.MaxFileBytes
+	s.MaxFileBytes = limits.MaxFileBytes
 	ctx := context.Background()
 	ws := uuid.New()
 	// Warm: the commit's statements prepared on the pool's connection.

@@ -12,8 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -23,10 +25,10 @@ func openBucket(t testing.TB) *pendinguploads.Store {
 	t.Helper()
 	client, bucket := s3test.NewBucket(t, s3test.MustStart(t))
 	b := s3blobs.NewFromClient(client, bucket)
-	b.MaxSize = pendinguploads.MaxFileBytesCap
+	b.MaxSize = limits.MaxFileBytes
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool, b, auth.NewTokens(pool))
-	s.MaxFileBytes = pendinguploads.MaxFileBytesCap
+	s := pendinguploads.New(pool, b, auth.NewTokens(pool), apptest.StoreSettings())
+	s.MaxFileBytes = limits.MaxFileBytes
 	return s
 }
 

@@ -8,16 +8,6 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pendinguploads/pendinguploads/internal/limits"
-)
-
-// Per-file caps. A Store refuses content over its MaxFileBytes (default
-// DefaultMaxFileBytes) before any database work; MaxFileBytesCap is the
-// most that can be set, which the schema's CHECK on size_bytes holds.
-const (
-	DefaultMaxFileBytes = limits.DefaultFileBytes
-	MaxFileBytesCap     = limits.MaxFileBytes
 )
 
 // MaxFilenameBytes is the longest filename the schema accepts.
@@ -27,7 +17,7 @@ var (
 	// ErrNotFound is returned by Fetch, Open and Ack when the row is
 	// absent or expired (or swept meanwhile). The cases mean the same to
 	// a workspace: the file is gone.
-	ErrNotFound = errors.New("pendinguploads: upload not found, expired, or already acked")
+	ErrNotFound = errors.New("pendinguploads: upload not found or expired")
 	// ErrWrongWorkspace is returned when the file exists but belongs to
 	// another workspace. Nothing is read or changed.
 	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
@@ -43,7 +33,7 @@ var (
 	// MaxFilenameBytes bytes.
 	ErrFilenameTooLong = errors.New("pendinguploads: filename exceeds 100 bytes")
 	// ErrTooManyItems is returned by Stage, Presign and Commit for more
-	// than MaxBatch files.
+	// than limits.MaxFiles files.
 	ErrTooManyItems = errors.New("pendinguploads: too many items in one batch")
 	// ErrBadCursor is returned by DecodeCursor (and List) for a cursor
 	// this package did not produce.

@@ -120,38 +120,47 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 // REPEATABLE READ transaction: every chunk comes from the same snapshot,
 // in which the row stays whole even if a sweep deletes it meanwhile. The
 // transaction holds a connection until Close.
-func (s *Store) Open(ctx context.Context, r Record, off, n int64) (io.ReadCloser, error) {
+func (s *Store) Open(ctx context.Context, r Record, off, n int64) (Body, error) {
 	if off < 0 || n < 0 || off+n > r.SizeBytes {
-		return nil, fmt.Errorf("open %s: range %d+%d outside %d bytes", r.FileID, off, n, r.SizeBytes)
+		return Body{}, fmt.Errorf("open %s: range %d+%d outside %d bytes", r.FileID, off, n, r.SizeBytes)
 	}
 	if r.s3Key != "" {
 		if s.bucket == nil {
-			return nil, fmt.Errorf("open %s: %w", r.FileID, ErrNoBucket)
+			return Body{}, fmt.Errorf("open %s: %w", r.FileID, ErrNoBucket)
 		}
 		body, err := s.bucket.Open(ctx, r.s3Key, off, n)
 		if errors.Is(err, ErrBlobNotFound) {
-			return nil, ErrNotFound
+			return Body{}, ErrNotFound
 		}
 		if err != nil {
-			return nil, wrap(fmt.Sprintf("open %s", r.FileID), err)
+			return Body{}, wrap(fmt.Sprintf("open %s", r.FileID), err)
 		}
-		return body, nil
+		return Body{ReadCloser: body}, nil
 	}
 	if r.content != nil {
-		return &memReader{b: r.content[off : off+n]}, nil
+		return Body{ReadCloser: &memReader{b: r.content[off : off+n]}, InMemory: true}, nil
 	}
 	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, wrap(fmt.Sprintf("open %s", r.FileID), err)
+		return Body{}, wrap(fmt.Sprintf("open %s", r.FileID), err)
 	}
 	rr := &rowReader{ctx: ctx, tx: tx, r: r, off: off, end: off + n}
 	// The first chunk now: a row swept since Fetch is ErrNotFound here,
 	// before the caller has answered anything.
 	if err := rr.fill(); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return nil, err
+		return Body{}, err
 	}
-	return rr, nil
+	return Body{ReadCloser: rr}, nil
+}
+
+// Body is a file's bytes as Open returns them: read them, then close
+// them. InMemory says they came with the row: reading them cannot stall
+// on a dependency, and they are written in one call (the reader is an
+// io.WriterTo).
+type Body struct {
+	io.ReadCloser
+	InMemory bool
 }
 
 // presignGetTTL is how long a redirect's presigned GET lives.

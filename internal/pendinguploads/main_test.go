@@ -8,6 +8,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -91,13 +92,13 @@ func openTraced(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool, *statementC
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pendinguploads.New(pool, nil, auth.NewTokens(pool)), pool, tr
+	return pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings()), pool, tr
 }
 
 func open(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.MustOpen(t)
-	return pendinguploads.New(pool, nil, auth.NewTokens(pool)), pool
+	return pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings()), pool
 }
 
 func mustStage(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {

@@ -12,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
@@ -31,8 +33,8 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
-			s.MaxFileBytes = pendinguploads.MaxFileBytesCap
+			s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
+			s.MaxFileBytes = limits.MaxFileBytes
 			ws := uuid.New()
 			mustExec(t, pool, `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, ws)
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // File is one file of an upload, its bytes in memory.
@@ -33,7 +34,7 @@ type File struct {
 // upload there) in one round trip, one implicit transaction, with id's
 // check. A workspace the database does not know is ErrUnknownWorkspace.
 func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, files []File) ([]Record, error) {
-	if len(files) > MaxBatch {
+	if len(files) > limits.MaxFiles {
 		return nil, ErrTooManyItems
 	}
 	for i, f := range files {
@@ -80,7 +81,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	check.Queue(b)
 	q.queue(b, check, workspaceID, true)
 	cond, args := q.cond(1, 12)
-	ins := queueInsert(ctx, b, check, workspaceID, s.ttl(), recs, contents, cond, args...)
+	ins := queueInsert(ctx, b, check, workspaceID, s.TTL, recs, contents, cond, args...)
 	if err := s.finish(ctx, b, check, ins, q, recs); err != nil {
 		return nil, err
 	}

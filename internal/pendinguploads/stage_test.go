@@ -14,7 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
@@ -31,8 +34,8 @@ func TestStageRoundTrip(t *testing.T) {
 	if !bytes.Equal(rec.SHA256, sum[:]) || rec.SizeBytes != int64(len(content)) || rec.CreatedAt.IsZero() {
 		t.Fatalf("put record: got %+v", rec)
 	}
-	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != pendinguploads.DefaultTTL {
-		t.Fatalf("expires_at - created_at: got %v, want %v", got, pendinguploads.DefaultTTL)
+	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != config.DefaultUploadTTL {
+		t.Fatalf("expires_at - created_at: got %v, want %v", got, config.DefaultUploadTTL)
 	}
 	got, err := s.Fetch(ctx, auth.AdminIdentity(), ws, rec.FileID, pendinguploads.Want{})
 	if err != nil {
@@ -67,7 +70,7 @@ func TestStageValidationBeforeDatabase(t *testing.T) {
 		index int
 	}{
 		{"ErrEmptyContent", []pendinguploads.File{good, {Content: nil, Filename: "a"}}, pendinguploads.ErrEmptyContent, 1},
-		{"ErrTooLarge", []pendinguploads.File{{Content: make([]byte, pendinguploads.DefaultMaxFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
+		{"ErrTooLarge", []pendinguploads.File{{Content: make([]byte, limits.DefaultFileBytes+1), Filename: "a"}}, pendinguploads.ErrTooLarge, 0},
 		{"ErrEmptyFilename", []pendinguploads.File{good, good, {Content: []byte("x")}}, pendinguploads.ErrEmptyFilename, 2},
 		{"ErrFilenameTooLong", []pendinguploads.File{{Content: []byte("x"), Filename: strings.Repeat("a", 101)}}, pendinguploads.ErrFilenameTooLong, 0},
 	}
@@ -92,7 +95,7 @@ func TestStageValidationBeforeDatabase(t *testing.T) {
 	}
 	t.Run("ErrTooManyItems", func(t *testing.T) {
 		s, _, tr := openTraced(t)
-		items := make([]pendinguploads.File, pendinguploads.MaxBatch+1)
+		items := make([]pendinguploads.File, limits.MaxFiles+1)
 		for i := range items {
 			items[i] = good
 		}
@@ -105,12 +108,12 @@ func TestStageValidationBeforeDatabase(t *testing.T) {
 	})
 	t.Run("MaxFileBytesAccepted", func(t *testing.T) {
 		s, _ := open(t)
-		big := bytes.Repeat([]byte{0xab}, pendinguploads.DefaultMaxFileBytes)
+		big := bytes.Repeat([]byte{0xab}, limits.DefaultFileBytes)
 		rec, err := stageOne(context.Background(), s, uuid.New(), big, "big.bin", "")
 		if err != nil {
 			t.Fatalf("a file of exactly the cap: %v", err)
 		}
-		if rec.SizeBytes != pendinguploads.DefaultMaxFileBytes {
+		if rec.SizeBytes != limits.DefaultFileBytes {
 			t.Fatalf("size: got %d", rec.SizeBytes)
 		}
 	})
@@ -219,8 +222,8 @@ func TestStageOneRoundTrip(t *testing.T) {
 	}
 }
 
-// TestFileCapIsTheStores: MaxFileBytes (MAX_FILE_BYTES) moves the cap,
-// up to MaxFileBytesCap and no further.
+// TestFileCapIsTheStores: MaxFileBytes (MAX_FILE_BYTES) moves the cap
+// (the configuration holds it to 100 MiB).
 func TestFileCapIsTheStores(t *testing.T) {
 	s, _ := open(t)
 	s.MaxFileBytes = 10
@@ -229,10 +232,6 @@ func TestFileCapIsTheStores(t *testing.T) {
 	}
 	if _, err := stageOne(context.Background(), s, uuid.New(), make([]byte, 10), "a", ""); err != nil {
 		t.Fatalf("10 bytes under a cap of 10: %v", err)
-	}
-	s.MaxFileBytes = 1 << 40
-	if got := s.FileCap(); got != pendinguploads.MaxFileBytesCap {
-		t.Fatalf("FileCap with MaxFileBytes 1 TiB: got %d, want %d", got, pendinguploads.MaxFileBytesCap)
 	}
 }
 
@@ -274,7 +273,7 @@ func TestStageInExecMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
+			s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
 			ctx := context.Background()
 			ws := uuid.New()
 			files := []pendinguploads.File{{Content: []byte{0, 1, 2, 0xff}, Filename: "a.bin"}, {Content: []byte("b"), Filename: "b \"quoted\" 'name'.txt", Mimetype: "text/plain"}}

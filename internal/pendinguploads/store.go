@@ -11,17 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
-	"github.com/pendinguploads/pendinguploads/internal/limits"
-)
-
-// Defaults for the Store's optional settings.
-const (
-	DefaultTTL            = 24 * time.Hour
-	DefaultInlineMaxBytes = 256 << 10
-	DefaultSweepBatch     = 1000
-	// MaxBatch bounds one batch (a stage, a presign, a commit): the 64
-	// files one upload request may carry (max_attachments_per_message).
-	MaxBatch = limits.MaxFiles
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
@@ -34,26 +23,19 @@ type DB interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Store is the pending_uploads table, and the bucket of large files when
-// there is one. Set the optional fields before first use; the Store is
-// then safe for concurrent use.
-type Store struct {
-	db     DB
-	tokens *auth.Tokens
-	// bucket, when set, holds files larger than InlineMaxBytes and takes
-	// presigned uploads. Nil keeps every file inline in Postgres.
-	bucket Bucket
-	// MaxFileBytes is the per-file cap, at most MaxFileBytesCap (default
-	// DefaultMaxFileBytes): MAX_FILE_BYTES, the one source every cap of
-	// the service reads (see FileCap).
+// Settings are a Store's settings, every one required: their one home is
+// the configuration (internal/config), which hands them over
+// (app.StoreSettings). The Store falls back to no default.
+type Settings struct {
+	// MaxFileBytes is the per-file cap (MAX_FILE_BYTES).
 	MaxFileBytes int64
-	// InlineMaxBytes is the largest file kept inline when there is a bucket
-	// (default DefaultInlineMaxBytes).
+	// InlineMaxBytes is, with a bucket, the largest file kept inline
+	// (INLINE_MAX_BYTES); without one every file is.
 	InlineMaxBytes int64
-	// TTL sets expires_at of new rows (default DefaultTTL).
+	// TTL sets expires_at of new rows (UPLOAD_TTL).
 	TTL time.Duration
 	// SweepBatch bounds the rows one sweep statement deletes, so a large
-	// backlog never holds one long lock (default DefaultSweepBatch).
+	// backlog never holds one long lock.
 	SweepBatch int
 	// MultipartThreshold and PartBytes: a presigned file above the
 	// threshold, from a client that takes parts, goes in parts of
@@ -65,6 +47,18 @@ type Store struct {
 	// off.
 	MaxPendingBytes int64
 	MaxPendingFiles int64
+}
+
+// Store is the pending_uploads table, and the bucket of large files when
+// there is one. Change its settings, if at all, before first use; the
+// Store is then safe for concurrent use.
+type Store struct {
+	db     DB
+	tokens *auth.Tokens
+	// bucket, when set, holds files larger than InlineMaxBytes and takes
+	// presigned uploads. Nil keeps every file inline in Postgres.
+	bucket Bucket
+	Settings
 	// Now is the clock the sweep reads the bucket's object ages against
 	// (New sets time.Now).
 	Now func() time.Time
@@ -72,45 +66,24 @@ type Store struct {
 
 // New returns a Store over db and, unless bucket is nil, that bucket,
 // checking the identities its calls act for through tokens (over the same
-// database). It does no I/O.
-func New(db DB, bucket Bucket, tokens *auth.Tokens) *Store {
-	return &Store{db: db, bucket: bucket, tokens: tokens, Now: time.Now}
+// database), with settings. It does no I/O.
+func New(db DB, bucket Bucket, tokens *auth.Tokens, settings Settings) *Store {
+	return &Store{db: db, bucket: bucket, tokens: tokens, Settings: settings, Now: time.Now}
 }
 
 // Presigns reports whether the Store has a bucket, and so offers
 // presigned uploads (Presign, Commit) and redirects (SignGet).
 func (s *Store) Presigns() bool { return s.bucket != nil }
 
-func (s *Store) ttl() time.Duration {
-	if s.TTL > 0 {
-		return s.TTL
-	}
-	return DefaultTTL
-}
+// FileCap is the per-file cap in force.
+func (s *Store) FileCap() int64 { return s.MaxFileBytes }
 
-// FileCap is the per-file cap in force: MaxFileBytes, or its default.
-func (s *Store) FileCap() int64 {
-	if s.MaxFileBytes > 0 {
-		return min(s.MaxFileBytes, MaxFileBytesCap)
-	}
-	return DefaultMaxFileBytes
-}
-
+// inlineMax is the largest file kept in its row.
 func (s *Store) inlineMax() int64 {
 	if s.bucket == nil {
-		return s.FileCap()
+		return s.MaxFileBytes
 	}
-	if s.InlineMaxBytes > 0 {
-		return s.InlineMaxBytes
-	}
-	return DefaultInlineMaxBytes
-}
-
-func (s *Store) sweepBatch() int {
-	if s.SweepBatch > 0 {
-		return s.SweepBatch
-	}
-	return DefaultSweepBatch
+	return s.InlineMaxBytes
 }
 
 // objectKey is the key of a file's object: chosen by the server from IDs,

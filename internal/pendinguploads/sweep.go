@@ -10,11 +10,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// DefaultAckRetention is how long an acked row stays before the sweep
-// deletes it: room for a workspace that crashed between fetch and write
-// to fetch again.
-const DefaultAckRetention = time.Hour
-
 // SweepResult counts the rows one Sweep deleted.
 type SweepResult struct {
 	Acked   int `json:"acked"`   // acked longer ago than the retention
@@ -147,7 +142,7 @@ func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Du
 		once = s.sweepRowsAndObjects
 	}
 	total := 0
-	batch := s.sweepBatch()
+	batch := s.SweepBatch
 	for i := 0; i < maxSweepBatches; i++ {
 		n, err := once(ctx, kind, retention.Microseconds(), batch)
 		total += n

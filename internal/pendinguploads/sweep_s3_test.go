@@ -13,6 +13,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 
@@ -78,7 +79,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 			ctx := context.Background()
 			db := &faultyDB{Pool: pgtest.MustOpen(t)}
 			blobs := &faultyBlobs{Bucket: s3blobs.NewFromClient(client, bucket)}
-			s := pendinguploads.New(db, blobs, auth.NewTokens(db))
+			s := pendinguploads.New(db, blobs, auth.NewTokens(db), apptest.StoreSettings())
 			s.InlineMaxBytes = 1
 			ws := uuid.New()
 			var keys []string

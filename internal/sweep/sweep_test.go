@@ -11,6 +11,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 
 	"github.com/google/uuid"
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // the same on its line.
 func TestRunReportsBacklog(t *testing.T) {
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool, nil, auth.NewTokens(pool))
+	s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
 	ctx := context.Background()
 	ws := uuid.New()
 	var wantBytes int64

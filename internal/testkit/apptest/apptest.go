@@ -163,3 +163,7 @@ func (s *Server) tracer(opts Options) pgx.QueryTracer {
 	s.RoundTrips = &pgtrace.RoundTrips{}
 	return s.RoundTrips
 }
+
+// StoreSettings are a store's settings under the configuration's
+// defaults, for a test that builds its own store.
+func StoreSettings() pendinguploads.Settings { return app.StoreSettings(config.Defaults()) }
