@@ -112,29 +112,31 @@ type bodyCheck struct {
 	n      int64
 	pat    []byte // "\n--boundary--"
 	tail   []byte // the last len(pat)-1 bytes read, to match across reads
+	seam   []byte // scratch: tail and the start of the next read
 	closed bool
 }
 
 func newBodyCheck(r io.Reader, boundary string) *bodyCheck {
-	// The body's start counts as a line start.
-	return &bodyCheck{r: r, pat: []byte("\n--" + boundary + "--"), tail: []byte("\n")}
+	pat := []byte("\n--" + boundary + "--")
+	k := len(pat) - 1
+	// The body's start counts as a line start. Both buffers are made
+	// once: a read allocates nothing.
+	return &bodyCheck{r: r, pat: pat, tail: append(make([]byte, 0, k), '\n'), seam: make([]byte, 0, 2*k)}
 }
 
 func (b *bodyCheck) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if n > 0 && !b.closed {
-		got := p[:n]
+		got, k := p[:n], len(b.pat)-1
 		// A match straddling the previous read, then one inside this one.
-		seam := append(b.tail, got[:min(len(got), len(b.pat)-1)]...)
+		seam := append(append(b.seam[:0], b.tail...), got[:min(len(got), k)]...)
 		b.closed = bytes.Contains(seam, b.pat) || bytes.Contains(got, b.pat)
-		if k := len(b.pat) - 1; len(seam) > k {
-			seam = seam[len(seam)-k:]
+		if len(got) >= k {
+			b.tail = append(b.tail[:0], got[len(got)-k:]...)
+		} else {
+			b.tail = append(b.tail[:0], seam[max(0, len(seam)-k):]...)
 		}
-		if len(got) >= len(b.pat)-1 {
-			seam = got[len(got)-(len(b.pat)-1):]
-		}
-		b.tail = append(b.tail[:0:0], seam...)
 	}
 	return n, err
 }

@@ -94,17 +94,19 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	}
 	b := &pgx.Batch{}
 	check.Queue(b)
-	recs = make([]Record, 0, limit)
+	// One more than asked (the next page's sign), scanned in place: no
+	// Record per row on the heap.
+	recs = make([]Record, 0, limit+1)
 	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var r Record
+			recs = append(recs, Record{})
+			r := &recs[len(recs)-1]
 			// IDs scan as [16]byte: uuid.UUID's sql.Scanner would take
 			// the slow path through text.
 			if err := rows.Scan((*[16]byte)(&r.FileID), (*[16]byte)(&r.WorkspaceID), &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
 				&r.CreatedAt, &r.FetchedAt, &r.ExpiresAt); err != nil {
 				return err
 			}
-			recs = append(recs, r)
 		}
 		return rows.Err()
 	})

@@ -1,7 +1,7 @@
 package pendinguploads
 
 import (
-	"fmt"
+	"encoding/hex"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,5 +34,24 @@ func (r Record) InBucket() bool { return r.s3Key != "" }
 
 // URI is the platform-pending: URI the workspace is handed for the file.
 func (r Record) URI() string {
-	return fmt.Sprintf("platform-pending:%s/%s", r.WorkspaceID, r.FileID)
+	const scheme = "platform-pending:"
+	b := make([]byte, 0, len(scheme)+36+1+36)
+	b = appendUUID(append(appendUUID(append(b, scheme...), r.WorkspaceID), '/'), r.FileID)
+	return string(b)
+}
+
+// appendUUID appends u in its canonical form, as u.String() spells it,
+// without the String's allocation.
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return append(b, s[:]...)
 }
