@@ -10,6 +10,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ func main() {
 	coldIter := flag.Int("coldstart-iterations", 15, "cold starts of each function")
 	latencyIter := flag.Int("latency-iterations", 300, "calls of each latency-mode benchmark, per run")
 	rtt := flag.String("rtt", "1ms", "the round trip of the latency mode (BENCH_RTT)")
+	floorTime := flag.String("floor-benchtime", "2s", "-benchtime of each BenchmarkFloor case, per run (its three servers share it)")
 	flag.Parse()
 
 	steps := []struct {
@@ -37,6 +39,7 @@ func main() {
 		env       []string
 	}{
 		{"latency (loopback and at " + *rtt + " RTT)", "./internal/bench/", []string{"-bench", "^BenchmarkLatency$", "-count", strconv.Itoa(*count), "-benchtime", fmt.Sprintf("%dx", *latencyIter)}, []string{"BENCH_RTT=" + *rtt}},
+		{"floor (loopback HTTP)", "./internal/bench/", []string{"-bench", "^BenchmarkFloor$", "-count", strconv.Itoa(*count), "-benchtime", *floorTime}, nil},
 		{"commit by size", "./internal/pendinguploads/", []string{"-bench", "^BenchmarkCommit$", "-benchtime", "5x"}, nil},
 		{"upload, content, batch", "./internal/bench/", []string{"-bench", "^Benchmark(Upload|Content|Batch)$", "-benchmem", "-count", strconv.Itoa(*count), "-benchtime", *benchtime}, nil},
 		{"heap", "./internal/bench/", []string{"-bench", "^BenchmarkHeap$", "-benchmem", "-benchtime", "5x"}, nil},
@@ -125,6 +128,22 @@ func (r results) get(name, unit string) (float64, bool) {
 	return vs[len(vs)/2], true
 }
 
+// medianRun is the run of name whose unit is the median over the runs
+// (the lower middle of an even count), and whether one was measured.
+func (r results) medianRun(name, unit string) (map[string]float64, bool) {
+	var runs []map[string]float64
+	for _, m := range r[name] {
+		if _, ok := m[unit]; ok {
+			runs = append(runs, m)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(runs, func(a, b map[string]float64) int { return cmp.Compare(a[unit], b[unit]) })
+	return runs[(len(runs)-1)/2], true
+}
+
 func verdict(ok bool, miss string) string {
 	if ok {
 		return "PASS"
@@ -137,7 +156,7 @@ func report(w io.Writer, r results, took time.Duration, rtt string) {
 	p("\n================ pendinguploads bench report ================\n")
 	p("%d cores (GOMAXPROCS %d), %s %s/%s; benchmarks took %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, took.Round(time.Second))
-	p("Handlers are called directly (as the Lambda adapter calls them, no TCP), on the\nsame throwaway Postgres as their raw-pgx baselines; times are medians of the runs.\n")
+	p("Handlers are called directly (as the Lambda adapter calls them, no TCP; the floor section alone\ngoes over loopback HTTP), on the same throwaway Postgres as their baselines; times are medians of the runs.\n")
 
 	p("\nLatency: handlers with a workspace token vs raw pgx doing the same database work,\n")
 	p("on loopback and with Postgres behind a proxy adding %s of round trip (half each way);\n", rtt)
@@ -170,6 +189,27 @@ func report(w io.Writer, r results, took time.Duration, rtt string) {
 		}
 	}
 	p("  (a commit is 2 round trips: the token and the promises before the bucket is touched, then one\n   transaction; see the commit section. TestRoundTripsPerRequest holds every count.)\n")
+
+	p("\nFloor: the service over loopback HTTP vs the least net/http code running the same SQL on the same\n")
+	p("pool (BenchmarkFloor), the three servers called in turn, one keep-alive client, real TCP; service = the\n")
+	p("dev server's handler (reqlog over the Mux), mux = the Mux alone (a function's handler); target <= 1.25x\n")
+	p("  %-16s %9s %9s %7s %7s %7s %7s  %-17s  %s\n", "call", "floor", "service", "ratio", "p50", "mux", "cpu", "allocs/req f→s", "verdict")
+	for _, c := range []struct{ name, label string }{
+		{"list", "list (50 of 200)"}, {"content/size=1MiB", "content 1 MiB"}, {"upload/size=1MiB", "upload 1 MiB"},
+	} {
+		// One run's numbers, the run of the median ratio: medians taken
+		// metric by metric would pair times from different runs.
+		m, ok := r.medianRun("BenchmarkFloor/"+c.name, "ratio")
+		if !ok {
+			p("  %-16s not measured\n", c.label)
+			continue
+		}
+		fv, sv, ratio, p50, mux, cpu := m["floor-ns/req"], m["service-ns/req"], m["ratio"], m["p50-ratio"], m["mux-ratio"], m["cpu-ratio"]
+		fa, sa := m["floor-allocs/req"], m["service-allocs/req"]
+		p("  %-16s %7.3fms %7.3fms %6.2fx %6.2fx %6.2fx %6.2fx  %-17s  %s\n", c.label, fv/1e6, sv/1e6, ratio, p50, mux, cpu,
+			fmt.Sprintf("%.0f → %.0f", fa, sa), verdict(ratio <= 1.25, fmt.Sprintf("by %.0f%% over the 1.25x target", (ratio/1.25-1)*100)))
+	}
+	p("  (the run of the median ratio; ratio: mean service / mean floor, per call; p50: the median of each\n   iteration's service / floor; cpu: this process's CPU per call, client included, Postgres not;\n   allocations counted around each server's handler)\n")
 
 	p("\nCommit of a presigned upload, by size, in moto (ms per commit; moto's own CopyObject of the\nsame object beside it: what the commit adds is the service's part; target: flat, no byte read)\n")
 	p("  %-7s %10s %10s %10s %6s\n", "size", "commit", "moto copy", "added", "trips")
