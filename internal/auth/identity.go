@@ -72,6 +72,10 @@ func TokenIdentity(token string) *Identity {
 	return &Identity{Kind: Bearer, hash: sum[:]}
 }
 
+// StampDue reports whether a found token's last_used_at is due (see
+// Tokens.StampIfDue).
+func (id *Identity) StampDue() bool { return id.stale }
+
 // Trusted reports whether the identity was settled outside the database
 // (the admin, a session) and may act on every workspace: its calls carry
 // no token check.

@@ -94,7 +94,7 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 		if err != nil {
 			a.fail(w, r, a.confirm(r, err))
 		}
-		if id := auth.FromContext(r.Context()); id != nil {
+		if id := auth.FromContext(r.Context()); id != nil && id.StampDue() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
 			a.authn.StampIfDue(ctx, id)
 			cancel()
