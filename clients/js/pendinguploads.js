@@ -709,13 +709,15 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
         if (!inParts.has(i)) continue;
         const saved = keys[k] && (await storeGet(store, keys[k]));
         if (saved) {
+          // Open from here: an abort while it is taken up drops it.
+          open.set(saved.upload_id, keys[k]);
           const r = await resumeSaved(ctx, saved, list[i]);
           if (r.plan) {
             ups[k] = r.plan;
-            open.set(saved.upload_id, keys[k]);
             if (digests) digests[i] = typeof saved.sha256 === "string" ? Promise.resolve(saved.sha256) : null;
             continue;
           }
+          open.delete(saved.upload_id);
           if (r.staged) {
             // Committed by an earlier call whose answer was lost.
             out[i] = r.staged;
