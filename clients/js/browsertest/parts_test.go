@@ -45,6 +45,8 @@ const (
 	// may jump by megabytes: the socket's buffers) cannot pass it by.
 	abortInPartsBytes = 64 << 20
 	abortInPartsAt    = 33 << 20
+	// storeCaseBytes is the file of the resume store's cases: 3 parts.
+	storeCaseBytes = 17 << 20
 )
 
 // partWatch watches the browser's part PUTs (…?partNumber=N) to one
@@ -194,7 +196,11 @@ func incompleteUploadsUnder(t *testing.T, c *s3.Client, bucket, prefix string) [
 // counts what reaches moto), at most four parts travel at once, and the
 // workspace pulls a byte-exact file with the right SHA-256. An upload
 // aborted while its parts travel leaves no incomplete multipart upload in
-// the bucket, no promise, no resume entry. No cookie reaches the bucket.
+// the bucket, no promise, no resume entry. A resume store of the page's
+// own (async): a stale entry is dropped and the file starts over, one
+// part at a time with partsInFlight 1; an entry committed since is
+// committed again, the same file, no part sent. No cookie reaches the
+// bucket.
 func TestBrowserClientInParts(t *testing.T) {
 	chromium, node := requireBrowser(t)
 
@@ -203,10 +209,10 @@ func TestBrowserClientInParts(t *testing.T) {
 	cp := cptest.Start(t, tenantSlug)
 	const member = "parts-session-0123456789"
 	cp.AddMember(member, "user-parts")
-	wsResume, wsAbort := uuid.New(), uuid.New()
-	resume, abort := newPartWatch(wsResume, cutAbove), newPartWatch(wsAbort, 0)
+	wsResume, wsAbort, wsStore := uuid.New(), uuid.New(), uuid.New()
+	resume, abort, stored := newPartWatch(wsResume, cutAbove), newPartWatch(wsAbort, 0), newPartWatch(wsStore, 0)
 	var bucketCookies atomic.Int64
-	bucketURL := partsProxy(t, moto.URL, &bucketCookies, resume, abort)
+	bucketURL := partsProxy(t, moto.URL, &bucketCookies, resume, abort, stored)
 	env := cp.Env()
 	env["S3_ENDPOINT"] = bucketURL
 	env["CORS_ALLOWED_ORIGINS"] = page.URL
@@ -251,10 +257,20 @@ func TestBrowserClientInParts(t *testing.T) {
 		{Name: "abort", Page: page.URL + "/index.html", Fn: "abortMidPut", Args: map[string]any{
 			"api": api.URL, "token": nil, "ws": wsAbort.String(), "abortAt": abortInPartsAt,
 			"file": fileSpec{Name: "aborted in parts.bin", Size: abortInPartsBytes, Seed: 9}}, Cookies: session},
+		{Name: "store", Page: page.URL + "/index.html", Fn: "storeCases", Args: map[string]any{
+			"api": api.URL, "token": nil, "ws": wsStore.String(),
+			"file": fileSpec{Name: "remembered.bin", Size: storeCaseBytes, Seed: 10, LastModified: 1_767_225_600_000}}, Cookies: session},
 	})
+	type storeCall struct {
+		OK     bool     `json:"ok"`
+		Error  *jsError `json:"error"`
+		Result struct{ Files []client.StagedFile }
+		Log    struct{ Gets, Sets, Deletes int }
+	}
 	var res struct {
 		Cut, Reloaded uploadResult
 		Abort         abortResult
+		Store         struct{ First, Again storeCall }
 	}
 	decodeSteps(t, out, &res)
 	t.Logf("browser steps: %s", time.Since(start).Round(time.Millisecond))
@@ -368,6 +384,43 @@ func TestBrowserClientInParts(t *testing.T) {
 		}
 		if ab.ResumeEntries != 0 {
 			t.Errorf("after an abort: %d resume entries, want none", ab.ResumeEntries)
+		}
+	})
+
+	t.Run("ResumeStore", func(t *testing.T) {
+		first, again := res.Store.First, res.Store.Again
+		if !first.OK || len(first.Result.Files) != 1 {
+			t.Fatalf("an upload whose remembered entry the service does not know: %+v", first.Error)
+		}
+		// The stale entry dropped, the new upload remembered, then dropped
+		// once committed.
+		if l := first.Log; l.Gets != 1 || l.Sets != 1 || l.Deletes != 2 {
+			t.Errorf("the store after a stale entry: %+v, want 1 get, 1 set, 2 deletes", l)
+		}
+		body := pattern(storeCaseBytes, 10)
+		if f := first.Result.Files[0]; f.Size != storeCaseBytes || f.SHA256 != sha256Hex(body) {
+			t.Errorf("answer: %+v, want %d bytes, sha256 %s", f, storeCaseBytes, sha256Hex(body))
+		}
+		if !again.OK || len(again.Result.Files) != 1 || again.Result.Files[0].FileID != first.Result.Files[0].FileID {
+			t.Fatalf("an upload whose remembered entry was committed: %+v %+v, want the same file %s", again.Result.Files, again.Error, first.Result.Files[0].FileID)
+		}
+		if l := again.Log; l.Gets != 2 || l.Sets != 1 || l.Deletes != 3 {
+			t.Errorf("the store after a committed entry: %+v, want 2 gets, 1 set, 3 deletes in all", l)
+		}
+		// Each part once, one at a time (partsInFlight 1); none for the
+		// second call.
+		stored.mu.Lock()
+		defer stored.mu.Unlock()
+		for n := 1; n <= 3; n++ {
+			if p := stored.puts[0][n]; p != 1 {
+				t.Errorf("part %d: %d PUTs, want 1", n, p)
+			}
+		}
+		if stored.maxInFlight != 1 {
+			t.Errorf("parts in flight at once with partsInFlight 1: %d", stored.maxInFlight)
+		}
+		if u, a := rowsOf(t, srv, wsStore); u != 1 || a != 1 {
+			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)
 		}
 	})
 

@@ -139,3 +139,44 @@ export async function refused({ api, token, ws, file }) {
   }
   return out;
 }
+
+// storeCases uploads one file in parts twice through a resume store of
+// its own (async, in memory). First the store holds an entry of an
+// upload the service does not know (a stale one): the client must drop
+// it and start over. Then the store holds the entry that first upload
+// saved, of an upload committed since (its answer lost, as it were): the
+// client must commit it again and get the same file, sending no part.
+export async function storeCases({ api, token, ws, file }) {
+  const f = makeFile(file);
+  const log = { gets: 0, sets: [], deletes: 0 };
+  let entry = { upload_id: crypto.randomUUID(), part_bytes: 8 << 20, sha256: null, saved_at: new Date().toISOString() };
+  const store = {
+    async get() {
+      log.gets++;
+      return entry;
+    },
+    async set(key, value) {
+      log.sets.push(value);
+      entry = value;
+    },
+    async delete() {
+      log.deletes++;
+      entry = null;
+    },
+  };
+  const out = {};
+  try {
+    out.first = { ok: true, result: await pu.uploadFiles(api, token, ws, [f], { resumeStore: store, partsInFlight: 1 }) };
+  } catch (e) {
+    out.first = { ok: false, error: errorJSON(e) };
+  }
+  out.first.log = { ...log, sets: log.sets.length };
+  entry = log.sets[0] || null;
+  try {
+    out.again = { ok: true, result: await pu.uploadFiles(api, token, ws, [f], { resumeStore: store }) };
+  } catch (e) {
+    out.again = { ok: false, error: errorJSON(e) };
+  }
+  out.again.log = { ...log, sets: log.sets.length };
+  return out;
+}
