@@ -41,9 +41,6 @@ const (
 	// default 25 MiB cap (the test server sets MAX_FILE_BYTES to 100 MiB),
 	// and over the default multipart threshold (16 MiB): it goes in parts.
 	largeFileBytes = 30 << 20
-	// onePutBytes takes presign and one PUT: over a request, at most the
-	// multipart threshold.
-	onePutBytes = 12 << 20
 	// mediumFileBytes fits one multipart request (4 MiB) on its own.
 	mediumFileBytes = 3 << 20
 	smallFileBytes  = 1 << 10
@@ -411,11 +408,13 @@ func objectsUnder(t *testing.T, c *s3.Client, bucket, prefix string) []types.Obj
 // TestBrowserClient runs the client module in Chromium against the whole
 // service: a page on an allowed origin stages a small, a medium and a
 // large file (the large one through presign and its parts' PUTs to the
-// bucket), and the workspace pulls them byte-exact; an abort in the middle
-// of a PUT stores nothing; a failed PUT and commit are retried, a multipart POST
-// whose answer was lost is not; an answer with another digest is an
-// error; a page on an origin the service does not allow is refused by the
-// browser, and nothing is stored. One Chromium run does every step.
+// bucket), and the workspace pulls them byte-exact; an abort in the
+// middle of a PUT (a caller that takes no parts) stores nothing; a failed
+// PUT and commit are retried, a multipart POST whose answer was lost is
+// not; an answer with another digest is an error; a page on an origin the
+// service does not allow is refused by the browser, and nothing is
+// stored. One Chromium run does every step. TestBrowserClientInParts
+// covers the parts: resume, abort, the resume store.
 func TestBrowserClient(t *testing.T) {
 	chromium, node := requireBrowser(t)
 
@@ -460,12 +459,12 @@ func TestBrowserClient(t *testing.T) {
 		{Name: "photo.png", Size: mediumFileBytes, Seed: 2, Type: "image/png"},
 		{Name: "big archive.bin", Size: largeFileBytes, Seed: 3, Type: "application/octet-stream"},
 	}
-	abortFile := fileSpec{Name: "aborted.bin", Size: onePutBytes, Seed: 4, Type: "application/octet-stream"}
+	abortFile := fileSpec{Name: "aborted.bin", Size: largeFileBytes, Seed: 4, Type: "application/octet-stream"}
 	res := drive(t, node, chromium, []step{
 		{Name: "upload", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsMain.String(), "files": files, "downloadMax": 4 << 20}},
 		{Name: "abort", Page: allowed.URL + "/index.html", Fn: "abortMidPut", Args: map[string]any{
-			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20}},
+			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20, "onePut": true}},
 		{Name: "retry", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsRetry.String(), "downloadMax": 0,
 			"files": []fileSpec{{Name: "five.bin", Size: fiveMiB, Seed: 5}}}},
@@ -523,6 +522,9 @@ func TestBrowserClient(t *testing.T) {
 		}
 		if n := browserPuts.Load(); n < 1 {
 			t.Errorf("no PUT from the browser reached the bucket: the large file did not take presign")
+		}
+		if up.ResumeEntries != 0 {
+			t.Errorf("resume entries left after the commit: %d", up.ResumeEntries)
 		}
 		// The two files under 4 MiB, downloaded back in the browser.
 		if len(up.Downloads) != 2 {

@@ -91,13 +91,17 @@ export async function upload({ api, token, ws, files, downloadMax, attempts, par
 }
 
 // abortMidPut aborts the upload of one large file once its PUT (or its
-// parts) have sent at least abortAt bytes (and not all of them).
-export async function abortMidPut({ api, token, ws, file, abortAt }) {
+// parts) have sent at least abortAt bytes (and not all of them). With
+// onePut, the limits the client goes by take no parts (as a caller may
+// choose): the file goes in one PUT.
+export async function abortMidPut({ api, token, ws, file, abortAt, onePut }) {
   const ctl = new AbortController();
   let abortedAt = -1;
   let total = 0;
   try {
+    const limits = onePut ? { ...(await pu.getLimits(api)), multipart_threshold_bytes: null, multipart_part_bytes: null } : undefined;
     const res = await pu.uploadFiles(api, token, ws, [makeFile(file)], {
+      limits,
       signal: ctl.signal,
       onProgress(p) {
         total = p.total;
