@@ -54,8 +54,10 @@ const RESUME_MAX_AGE_MS = 24 * 60 * 60_000;
  * answer arrived: a network error, a CORS refusal, an abort, a check made
  * before sending); body is the parsed JSON error body when there was one;
  * code is one of "http", "network", "timeout", "aborted", "invalid",
- * "empty", "too_large", "digest_mismatch", "bad_response", "quota_exceeded"
- * (409: the workspace's quota on what waits; body names it). staged lists
+ * "empty", "too_large", "digest_mismatch" (the answer's SHA-256 is not the
+ * file's, or the bucket refused a part's bytes for their checksum),
+ * "bad_response", "quota_exceeded" (409: the workspace's quota on what
+ * waits; body names it). staged lists
  * the files that earlier requests of the same uploadFiles call did stage
  * before the failure (the server keeps those).
  */
@@ -793,7 +795,21 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
       });
     }
     for (const c of commits) {
-      const got = await commit(api, token, workspaceId, c.ids, { signal, attempts });
+      let got;
+      try {
+        got = await commit(api, token, workspaceId, c.ids, { signal, attempts });
+      } catch (err) {
+        // Not received, after every part went in: what the bucket holds is
+        // not the file declared (it changed since its first parts went,
+        // and the bucket did not check their checksums). A resume would
+        // send nothing: the upload is dropped, the next call starts over.
+        const id = err instanceof PendingUploadsError && err.status === 409 && err.body && err.body.error === "upload not received" && err.body.upload_id;
+        if (id && open.has(id)) {
+          await abortUpload(ctx, id);
+          await forget(id);
+        }
+        throw err;
+      }
       c.idx.forEach((i, k) => (out[i] = got[k]));
       for (const id of c.ids) await forget(id);
     }
