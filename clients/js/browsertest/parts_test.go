@@ -45,7 +45,8 @@ const (
 	// may jump by megabytes: the socket's buffers) cannot pass it by.
 	abortInPartsBytes = 64 << 20
 	abortInPartsAt    = 33 << 20
-	// storeCaseBytes is the file of the resume store's cases: 3 parts.
+	// storeCaseBytes is the file of the resume store's cases and of the
+	// changed file's: 3 parts.
 	storeCaseBytes = 17 << 20
 )
 
@@ -199,8 +200,11 @@ func incompleteUploadsUnder(t *testing.T, c *s3.Client, bucket, prefix string) [
 // the bucket, no promise, no resume entry. A resume store of the page's
 // own (async): a stale entry is dropped and the file starts over, one
 // part at a time with partsInFlight 1; an entry committed since is
-// committed again, the same file, no part sent. No cookie reaches the
-// bucket.
+// committed again, the same file, no part sent. A file whose bytes
+// changed under the same fingerprint after its first part: the resume's
+// commit is refused (moto does not check part checksums; the declared
+// whole-file SHA-256 catches it), the entry and the upload are dropped,
+// and the next call starts over. No cookie reaches the bucket.
 func TestBrowserClientInParts(t *testing.T) {
 	chromium, node := requireBrowser(t)
 
@@ -209,10 +213,12 @@ func TestBrowserClientInParts(t *testing.T) {
 	cp := cptest.Start(t, tenantSlug)
 	const member = "parts-session-0123456789"
 	cp.AddMember(member, "user-parts")
-	wsResume, wsAbort, wsStore := uuid.New(), uuid.New(), uuid.New()
+	wsResume, wsAbort, wsStore, wsChanged := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	resume, abort, stored := newPartWatch(wsResume, cutAbove), newPartWatch(wsAbort, 0), newPartWatch(wsStore, 0)
+	changed := newPartWatch(wsChanged, 1)
+	watches := []*partWatch{resume, abort, stored, changed}
 	var bucketCookies atomic.Int64
-	bucketURL := partsProxy(t, moto.URL, &bucketCookies, resume, abort, stored)
+	bucketURL := partsProxy(t, moto.URL, &bucketCookies, watches...)
 	env := cp.Env()
 	env["S3_ENDPOINT"] = bucketURL
 	env["CORS_ALLOWED_ORIGINS"] = page.URL
@@ -236,11 +242,13 @@ func TestBrowserClientInParts(t *testing.T) {
 	partCount := int((hundredMiB + partBytes - 1) / partBytes)
 	partSize := func(n int) int64 { return min(partBytes, hundredMiB-int64(n-1)*partBytes) }
 
-	// The service; a resume of wsResume's upload ends the cut.
+	// The service; a resume ends its workspace's cut.
 	mux := srv.App.API.Mux()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/workspaces/"+wsResume.String()+"/chat/uploads/presign/") {
-			resume.resumed.Store(true)
+		for _, pw := range watches {
+			if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/workspaces/"+pw.ws.String()+"/chat/uploads/presign/") {
+				pw.resumed.Store(true)
+			}
 		}
 		mux.ServeHTTP(w, r)
 	}))
@@ -249,6 +257,14 @@ func TestBrowserClientInParts(t *testing.T) {
 	// The same file both times: a reloaded page picks it again.
 	big := fileSpec{Name: "hundred.bin", Size: hundredMiB, Seed: 8, Type: "application/octet-stream", LastModified: 1_767_225_600_000}
 	upload := map[string]any{"api": api.URL, "token": nil, "ws": wsResume.String(), "files": []fileSpec{big}, "downloadMax": 0}
+	// A file changed between its first parts and the resume: the same
+	// name, size and lastModified (its fingerprint), other bytes.
+	before := fileSpec{Name: "edited.bin", Size: storeCaseBytes, Seed: 11, LastModified: 1_767_225_600_000}
+	after := before
+	after.Seed = 12
+	changedArgs := func(f fileSpec) map[string]any {
+		return map[string]any{"api": api.URL, "token": nil, "ws": wsChanged.String(), "files": []fileSpec{f}, "downloadMax": 0}
+	}
 	session := []map[string]string{{"name": cptest.CookieName, "value": member, "url": page.URL}}
 	start := time.Now()
 	out := driveSteps(t, node, chromium, []step{
@@ -260,6 +276,9 @@ func TestBrowserClientInParts(t *testing.T) {
 		{Name: "store", Page: page.URL + "/index.html", Fn: "storeCases", Args: map[string]any{
 			"api": api.URL, "token": nil, "ws": wsStore.String(),
 			"file": fileSpec{Name: "remembered.bin", Size: storeCaseBytes, Seed: 10, LastModified: 1_767_225_600_000}}, Cookies: session},
+		{Name: "changedCut", Page: page.URL + "/index.html", Fn: "upload", Args: changedArgs(before), Cookies: session},
+		{Name: "changed", Page: page.URL + "/index.html", Fn: "upload", Args: changedArgs(after), Cookies: session},
+		{Name: "changedAgain", Page: page.URL + "/index.html", Fn: "upload", Args: changedArgs(after), Cookies: session},
 	})
 	type storeCall struct {
 		OK     bool     `json:"ok"`
@@ -268,9 +287,10 @@ func TestBrowserClientInParts(t *testing.T) {
 		Log    struct{ Gets, Sets, Deletes int }
 	}
 	var res struct {
-		Cut, Reloaded uploadResult
-		Abort         abortResult
-		Store         struct{ First, Again storeCall }
+		Cut, Reloaded                     uploadResult
+		Abort                             abortResult
+		Store                             struct{ First, Again storeCall }
+		ChangedCut, Changed, ChangedAgain uploadResult
 	}
 	decodeSteps(t, out, &res)
 	t.Logf("browser steps: %s", time.Since(start).Round(time.Millisecond))
@@ -408,11 +428,11 @@ func TestBrowserClientInParts(t *testing.T) {
 			t.Errorf("the store after a committed entry: %+v, want 2 gets, 1 set, 3 deletes in all", l)
 		}
 		// Each part once, one at a time (partsInFlight 1); none for the
-		// second call.
+		// second call. (Nothing is cut here: the phases do not matter.)
 		stored.mu.Lock()
 		defer stored.mu.Unlock()
 		for n := 1; n <= 3; n++ {
-			if p := stored.puts[0][n]; p != 1 {
+			if p := stored.puts[0][n] + stored.puts[1][n]; p != 1 {
 				t.Errorf("part %d: %d PUTs, want 1", n, p)
 			}
 		}
@@ -421,6 +441,50 @@ func TestBrowserClientInParts(t *testing.T) {
 		}
 		if u, a := rowsOf(t, srv, wsStore); u != 1 || a != 1 {
 			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)
+		}
+	})
+
+	t.Run("ChangedFileStartsOver", func(t *testing.T) {
+		if c := res.ChangedCut; c.OK || c.ResumeEntries != 1 {
+			t.Fatalf("the first upload, cut after part 1: ok=%v, %d resume entries; want a failure and 1", c.OK, c.ResumeEntries)
+		}
+		// moto does not check a part's checksum (S3 does: 400 BadDigest,
+		// which the client drops the upload on at once), so the changed
+		// parts go in, and the commit refuses the file: its SHA-256 is not
+		// the one declared.
+		c := res.Changed
+		if c.OK || c.Error == nil || c.Error.Status != http.StatusConflict || !strings.Contains(c.Error.Message, "upload not received") {
+			t.Fatalf("the changed file's resume: ok=%v %+v, want 409 upload not received", c.OK, c.Error)
+		}
+		if c.ResumeEntries != 0 {
+			t.Errorf("resume entries after the refused commit: %d, want none (a resume would send nothing)", c.ResumeEntries)
+		}
+		a := res.ChangedAgain
+		want := sha256Hex(pattern(storeCaseBytes, after.Seed))
+		if !a.OK || len(a.Result.Files) != 1 || a.Result.Files[0].SHA256 != want {
+			t.Fatalf("the changed file again: ok=%v %+v %+v, want sha256 %s", a.OK, a.Error, a.Result.Files, want)
+		}
+		// Part 1 before the cut; parts 2 and 3 for the resume; all three
+		// again for the new upload.
+		changed.mu.Lock()
+		got := [2][4]int{}
+		for ph := range 2 {
+			for n := 1; n <= 3; n++ {
+				got[ph][n] = changed.puts[ph][n]
+			}
+		}
+		changed.mu.Unlock()
+		if want := [2][4]int{{0, 1, 0, 0}, {0, 1, 2, 2}}; got != want {
+			t.Errorf("PUTs per part that reached the bucket, before and after the resume: %v, want %v", got, want)
+		}
+		if u, n := rowsOf(t, srv, wsChanged); u != 1 || n != 1 {
+			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, n)
+		}
+		if n := count(t, srv, `SELECT count(*) FROM presigned_uploads WHERE workspace_id = $1 AND file_id IS NULL`, wsChanged); n != 0 {
+			t.Errorf("uncommitted presigned uploads left: %d", n)
+		}
+		if left := incompleteUploadsUnder(t, s3c, srv.Bucket, "staging/"+wsChanged.String()+"/"); len(left) != 0 {
+			t.Errorf("incomplete multipart uploads left: %d", len(left))
 		}
 	})
 
