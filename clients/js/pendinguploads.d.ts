@@ -57,6 +57,7 @@ export type PendingUploadsErrorCode =
   | "invalid"
   | "empty"
   | "too_large"
+  /** The answer's SHA-256 is not the file's, or the bucket refused a part's bytes for their checksum. */
   | "digest_mismatch"
   | "bad_response"
   /** 409: the workspace's quota on what waits; body names the quota, limit, pending and adding. */
