@@ -7,6 +7,13 @@ export interface Limits {
   max_attachments_per_message: number;
   /** Whether the server offers presigned uploads (it has a bucket). */
   presign: boolean;
+  /**
+   * A presigned file above this many bytes goes in parts of
+   * multipart_part_bytes. null (or absent, in limits a caller passes):
+   * the server takes no parts, every presigned file is one PUT.
+   */
+  multipart_threshold_bytes?: number | null;
+  multipart_part_bytes?: number | null;
 }
 
 /** Caps assumed when the server predates GET /uploads/limits (404). */
@@ -50,6 +57,7 @@ export type PendingUploadsErrorCode =
   | "invalid"
   | "empty"
   | "too_large"
+  /** The answer's SHA-256 is not the file's, or the bucket refused a part's bytes for their checksum. */
   | "digest_mismatch"
   | "bad_response"
   /** 409: the workspace's quota on what waits; body names the quota, limit, pending and adding. */
@@ -70,6 +78,36 @@ export declare class PendingUploadsError extends Error {
   staged: StagedFile[];
 }
 
+/**
+ * Where uploadFiles remembers a file's upload in parts, for a later call
+ * (after a failure, in a reloaded page) to resume it. key is a
+ * fingerprint of the workspace and the file's name, size and
+ * lastModified; the value is plain JSON. Methods may be sync or async;
+ * a store that throws costs the resume, never the upload.
+ */
+export interface ResumeStore {
+  get(key: string): ResumeEntry | null | undefined | Promise<ResumeEntry | null | undefined>;
+  set(key: string, value: ResumeEntry): void | Promise<void>;
+  delete(key: string): void | Promise<void>;
+}
+
+/** What a ResumeStore holds for one file. */
+export interface ResumeEntry {
+  upload_id: string;
+  part_bytes: number;
+  /** The file's SHA-256 (hex), checked against the commit's answer; null without SubtleCrypto. */
+  sha256: string | null;
+  /** RFC 3339. */
+  saved_at: string;
+}
+
+/**
+ * The default ResumeStore: localStorage, keys "pendinguploads.resume:…";
+ * entries older than a day are removed whenever one is set. Remembers
+ * nothing where there is no localStorage.
+ */
+export declare const localResumeStore: ResumeStore;
+
 export interface RequestOptions {
   signal?: AbortSignal;
   /** Attempts of a request that is safe to repeat (default 3, at most 6). */
@@ -80,13 +118,20 @@ export interface UploadOptions extends RequestOptions {
   onProgress?: (p: UploadProgress) => void;
   /** Skip GET /uploads/limits and use these. */
   limits?: Limits;
+  /** Parts of a file in flight at once (default 4, at most 16). */
+  partsInFlight?: number;
+  /** Where uploads in parts are remembered for a resume (default localResumeStore; null: nowhere). */
+  resumeStore?: ResumeStore | null;
 }
 
 export declare function getLimits(api: string, options?: RequestOptions): Promise<Limits>;
 
 /**
  * Stages files for workspaceId: small ones together as multipart, large
- * ones through presign, a PUT to the bucket and a commit.
+ * ones through presign, a PUT to the bucket and a commit; those above
+ * multipart_threshold_bytes in parts, partsInFlight at a time, each part
+ * retried on its own, resumed from resumeStore by a later call with the
+ * same file. Aborting signal drops on the server what the call presigned.
  *
  * token is a bearer token (admin, org or workspace), or null for session
  * mode: the page's control-plane session cookie goes with every request

@@ -38,7 +38,8 @@ import (
 
 const (
 	// largeFileBytes is the file that must take presign: 30 MiB, over the
-	// default 25 MiB cap (the test server sets MAX_FILE_BYTES to 100 MiB).
+	// default 25 MiB cap (the test server sets MAX_FILE_BYTES to 100 MiB),
+	// and over the default multipart threshold (16 MiB): it goes in parts.
 	largeFileBytes = 30 << 20
 	// mediumFileBytes fits one multipart request (4 MiB) on its own.
 	mediumFileBytes = 3 << 20
@@ -259,6 +260,9 @@ type fileSpec struct {
 	Size int    `json:"size"`
 	Seed uint32 `json:"seed"`
 	Type string `json:"type"`
+	// LastModified (ms since the epoch), when set, is the File's: the
+	// same file in every step.
+	LastModified int64 `json:"lastModified,omitempty"`
 }
 
 type jsError struct {
@@ -279,10 +283,14 @@ type uploadResult struct {
 	Progress struct {
 		Count      int                            `json:"count"`
 		Backwards  bool                           `json:"backwards"`
+		First      *struct{ Loaded, Total int64 } `json:"first"`
 		Last       *struct{ Loaded, Total int64 } `json:"last"`
 		FileLoaded map[string]int64               `json:"fileLoaded"`
 	} `json:"progress"`
-	Downloads []struct {
+	// ResumeEntries is how many uploads the page's localStorage remembers
+	// for a resume, after the call.
+	ResumeEntries int `json:"resumeEntries"`
+	Downloads     []struct {
 		Index    int      `json:"index"`
 		Name     string   `json:"name"`
 		MimeType string   `json:"mimeType"`
@@ -294,10 +302,11 @@ type uploadResult struct {
 }
 
 type abortResult struct {
-	OK        bool     `json:"ok"`
-	Error     *jsError `json:"error"`
-	AbortedAt int64    `json:"abortedAt"`
-	Total     int64    `json:"total"`
+	OK            bool     `json:"ok"`
+	Error         *jsError `json:"error"`
+	AbortedAt     int64    `json:"abortedAt"`
+	Total         int64    `json:"total"`
+	ResumeEntries int      `json:"resumeEntries"`
 }
 
 type refusedResult struct {
@@ -398,12 +407,14 @@ func objectsUnder(t *testing.T, c *s3.Client, bucket, prefix string) []types.Obj
 
 // TestBrowserClient runs the client module in Chromium against the whole
 // service: a page on an allowed origin stages a small, a medium and a
-// large file (the large one through presign and a PUT to the bucket), and
-// the workspace pulls them byte-exact; an abort in the middle of a PUT
-// stores nothing; a failed PUT and commit are retried, a multipart POST
-// whose answer was lost is not; an answer with another digest is an
-// error; a page on an origin the service does not allow is refused by the
-// browser, and nothing is stored. One Chromium run does every step.
+// large file (the large one through presign and its parts' PUTs to the
+// bucket), and the workspace pulls them byte-exact; an abort in the
+// middle of a PUT (a caller that takes no parts) stores nothing; a failed
+// PUT and commit are retried, a multipart POST whose answer was lost is
+// not; an answer with another digest is an error; a page on an origin the
+// service does not allow is refused by the browser, and nothing is
+// stored. One Chromium run does every step. TestBrowserClientInParts
+// covers the parts: resume, abort, the resume store.
 func TestBrowserClient(t *testing.T) {
 	chromium, node := requireBrowser(t)
 
@@ -453,7 +464,7 @@ func TestBrowserClient(t *testing.T) {
 		{Name: "upload", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsMain.String(), "files": files, "downloadMax": 4 << 20}},
 		{Name: "abort", Page: allowed.URL + "/index.html", Fn: "abortMidPut", Args: map[string]any{
-			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20}},
+			"api": api.URL, "token": srv.AdminToken, "ws": wsAbort.String(), "file": abortFile, "abortAt": 1 << 20, "onePut": true}},
 		{Name: "retry", Page: allowed.URL + "/index.html", Fn: "upload", Args: map[string]any{
 			"api": api.URL, "token": srv.AdminToken, "ws": wsRetry.String(), "downloadMax": 0,
 			"files": []fileSpec{{Name: "five.bin", Size: fiveMiB, Seed: 5}}}},
@@ -512,6 +523,9 @@ func TestBrowserClient(t *testing.T) {
 		if n := browserPuts.Load(); n < 1 {
 			t.Errorf("no PUT from the browser reached the bucket: the large file did not take presign")
 		}
+		if up.ResumeEntries != 0 {
+			t.Errorf("resume entries left after the commit: %d", up.ResumeEntries)
+		}
 		// The two files under 4 MiB, downloaded back in the browser.
 		if len(up.Downloads) != 2 {
 			t.Errorf("downloads in the browser: %+v", up.Downloads)
@@ -559,6 +573,10 @@ func TestBrowserClient(t *testing.T) {
 		}
 		if u, a := rowsOf(t, srv, wsAbort); u != 0 || a != 0 {
 			t.Errorf("after an abort: %d uploads, %d activity rows; want none", u, a)
+		}
+		// The client dropped the upload on the server too.
+		if n := count(t, srv, `SELECT count(*) FROM presigned_uploads WHERE workspace_id = $1`, wsAbort); n != 0 {
+			t.Errorf("after an abort: %d presigned uploads left", n)
 		}
 		// The PUT itself was cut off: the bucket has no staged object
 		// either (an abort honoured only before the commit would leave one).

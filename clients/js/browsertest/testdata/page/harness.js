@@ -4,24 +4,37 @@
 // browser_test.go).
 import * as pu from "./pendinguploads.js";
 
+const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 // pattern returns size bytes of xorshift32 output from seed, each word
 // little-endian: the same function as the Go test's pattern.
 export function pattern(size, seed) {
-  const out = new Uint8Array(size);
+  const words = new Uint32Array(Math.ceil(size / 4));
   let x = seed >>> 0 || 1;
-  for (let i = 0; i < size; i += 4) {
+  for (let i = 0; i < words.length; i++) {
     x ^= x << 13;
     x >>>= 0;
     x ^= x >>> 17;
     x ^= x << 5;
     x >>>= 0;
-    for (let k = 0; k < 4 && i + k < size; k++) out[i + k] = (x >>> (8 * k)) & 0xff;
+    words[i] = littleEndian ? x : ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
   }
-  return out;
+  return new Uint8Array(words.buffer, 0, size);
 }
 
+// makeFile makes f's File; with lastModified, always the same File, as
+// a file picked again after a reload is.
 function makeFile(f) {
-  return new File([pattern(f.size, f.seed)], f.name, { type: f.type || "" });
+  const opts = { type: f.type || "" };
+  if (f.lastModified) opts.lastModified = f.lastModified;
+  return new File([pattern(f.size, f.seed)], f.name, opts);
+}
+
+// resumeEntries counts the client's default resume store's entries.
+function resumeEntries() {
+  let n = 0;
+  for (let i = 0; i < localStorage.length; i++) if (localStorage.key(i).startsWith("pendinguploads.resume:")) n++;
+  return n;
 }
 
 function errorJSON(e) {
@@ -40,22 +53,26 @@ function secure() {
 }
 
 // upload stages files and follows the progress events; then downloads
-// the ones at most downloadMax bytes back and compares them.
-export async function upload({ api, token, ws, files, downloadMax }) {
+// the ones at most downloadMax bytes back and compares them. attempts and
+// partsInFlight go to the client as they are.
+export async function upload({ api, token, ws, files, downloadMax, attempts, partsInFlight }) {
   const blobs = files.map(makeFile);
-  const progress = { count: 0, backwards: false, last: null, fileLoaded: {} };
+  const progress = { count: 0, backwards: false, first: null, last: null, fileLoaded: {} };
   let res;
   try {
     res = await pu.uploadFiles(api, token, ws, blobs, {
+      attempts,
+      partsInFlight,
       onProgress(p) {
         progress.count++;
         if (progress.last && p.loaded < progress.last.loaded) progress.backwards = true;
+        progress.first ??= { loaded: p.loaded, total: p.total };
         progress.last = { loaded: p.loaded, total: p.total };
         progress.fileLoaded[p.index] = p.fileLoaded;
       },
     });
   } catch (e) {
-    return { ok: false, error: errorJSON(e), progress, ...secure() };
+    return { ok: false, error: errorJSON(e), progress, resumeEntries: resumeEntries(), ...secure() };
   }
   const downloads = [];
   for (let i = 0; i < files.length; i++) {
@@ -70,17 +87,21 @@ export async function upload({ api, token, ws, files, downloadMax }) {
       downloads.push({ index: i, error: errorJSON(e) });
     }
   }
-  return { ok: true, result: res, progress, downloads, ...secure() };
+  return { ok: true, result: res, progress, downloads, resumeEntries: resumeEntries(), ...secure() };
 }
 
-// abortMidPut aborts the upload of one large file once its PUT has sent
-// at least abortAt bytes (and not all of them).
-export async function abortMidPut({ api, token, ws, file, abortAt }) {
+// abortMidPut aborts the upload of one large file once its PUT (or its
+// parts) have sent at least abortAt bytes (and not all of them). With
+// onePut, the limits the client goes by take no parts (as a caller may
+// choose): the file goes in one PUT.
+export async function abortMidPut({ api, token, ws, file, abortAt, onePut }) {
   const ctl = new AbortController();
   let abortedAt = -1;
   let total = 0;
   try {
+    const limits = onePut ? { ...(await pu.getLimits(api)), multipart_threshold_bytes: null, multipart_part_bytes: null } : undefined;
     const res = await pu.uploadFiles(api, token, ws, [makeFile(file)], {
+      limits,
       signal: ctl.signal,
       onProgress(p) {
         total = p.total;
@@ -90,9 +111,9 @@ export async function abortMidPut({ api, token, ws, file, abortAt }) {
         }
       },
     });
-    return { ok: true, result: res, abortedAt, total };
+    return { ok: true, result: res, abortedAt, total, resumeEntries: resumeEntries() };
   } catch (e) {
-    return { ok: false, error: errorJSON(e), abortedAt, total };
+    return { ok: false, error: errorJSON(e), abortedAt, total, resumeEntries: resumeEntries() };
   }
 }
 
@@ -120,5 +141,46 @@ export async function refused({ api, token, ws, file }) {
   } catch (e) {
     out.fetch = { ok: false, error: { name: e.name, message: e.message } };
   }
+  return out;
+}
+
+// storeCases uploads one file in parts twice through a resume store of
+// its own (async, in memory). First the store holds an entry of an
+// upload the service does not know (a stale one): the client must drop
+// it and start over. Then the store holds the entry that first upload
+// saved, of an upload committed since (its answer lost, as it were): the
+// client must commit it again and get the same file, sending no part.
+export async function storeCases({ api, token, ws, file }) {
+  const f = makeFile(file);
+  const log = { gets: 0, sets: [], deletes: 0 };
+  let entry = { upload_id: crypto.randomUUID(), part_bytes: 8 << 20, sha256: null, saved_at: new Date().toISOString() };
+  const store = {
+    async get() {
+      log.gets++;
+      return entry;
+    },
+    async set(key, value) {
+      log.sets.push(value);
+      entry = value;
+    },
+    async delete() {
+      log.deletes++;
+      entry = null;
+    },
+  };
+  const out = {};
+  try {
+    out.first = { ok: true, result: await pu.uploadFiles(api, token, ws, [f], { resumeStore: store, partsInFlight: 1 }) };
+  } catch (e) {
+    out.first = { ok: false, error: errorJSON(e) };
+  }
+  out.first.log = { ...log, sets: log.sets.length };
+  entry = log.sets[0] || null;
+  try {
+    out.again = { ok: true, result: await pu.uploadFiles(api, token, ws, [f], { resumeStore: store }) };
+  } catch (e) {
+    out.again = { ok: false, error: errorJSON(e) };
+  }
+  out.again.log = { ...log, sets: log.sets.length };
   return out;
 }
