@@ -102,47 +102,22 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 		return 1, err
 	}
 	if st.localS3 {
-		fmt.Fprintln(stdout, "Starting a local S3 (moto_server, LOCAL_S3 is set)...")
-		srv, err := locals3.Start(locals3.Options{})
-		if errors.Is(err, locals3.ErrNotInstalled) {
-			return 1, startErrorf("LOCAL_S3", "moto_server is not on PATH: install it (pip install 'moto[server]'), or run without a bucket (make run)")
-		}
+		stop, err := startLocalS3(stdout, getenv, env)
 		if err != nil {
-			return 1, startErrorf("LOCAL_S3", "%v", err)
+			return 1, err
 		}
-		defer srv.Stop()
-		st.s3URL = srv.URL()
-		env["S3_ENDPOINT"], env["S3_FORCE_PATH_STYLE"] = srv.URL(), "true"
-		env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"] = locals3.AccessKeyID, locals3.SecretAccessKey, ""
-		env["AWS_REGION"] = locals3.Region
-		if getenv("CONTENT_BUCKET") == "" {
-			env["CONTENT_BUCKET"] = localBucket
-		}
+		defer stop()
+		st.s3URL = env["S3_ENDPOINT"]
 		// The dummy credentials, whatever the person's AWS profile says.
 		loadAWS = func(_ context.Context, log *slog.Logger) (aws.Config, error) { return awsenv.Load(lookup, log) }
 	}
 
 	if getenv("DATABASE_URL") == "" && getenv("DB_SECRET_ARN") == "" {
-		pgDir := filepath.Join(localDir, "pg")
-		fmt.Fprintf(stdout, "Starting a local Postgres in %s (DATABASE_URL is unset)...\n", pgDir)
-		cluster, err := localpg.Start(ctx, localpg.Options{Dir: pgDir})
-		var inUse *localpg.InUseError
-		if errors.As(err, &inUse) {
-			return 1, startErrorf("LOCAL_DIR", "another dev server's Postgres (pid %d, port %d) already runs on %s: is make run already running in this clone? "+
-				"Stop it (Ctrl-C where it runs), or give this one a folder and a port of its own: LOCAL_DIR=.local-2 PORT=8081 make run",
-				inUse.PID, inUse.Port, pgDir)
-		}
+		stop, err := startLocalPostgres(ctx, stdout, localDir, env, &st)
 		if err != nil {
-			return 1, startErrorf("local Postgres", "%v", err)
+			return 1, err
 		}
-		defer cluster.Stop()
-		created, err := ensureDatabase(ctx, cluster.URL("postgres"), localDB)
-		if err != nil {
-			return 1, startErrorf("local Postgres", "%v", err)
-		}
-		env["DATABASE_URL"] = cluster.URL(localDB)
-		st.ownDB = cluster.URL(localDB)
-		st.reused = !cluster.Created() && !created
+		defer stop()
 	}
 
 	adminToken := lookup("ADMIN_TOKEN")
@@ -287,4 +262,53 @@ func hostForURL(addr string) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// startLocalS3 starts moto for LOCAL_S3 and points the settings (env) at
+// it: its endpoint, its dummy credentials, and the bucket unless
+// CONTENT_BUCKET names one. Stop it with stop.
+func startLocalS3(stdout io.Writer, getenv func(string) string, env map[string]string) (stop func(), err error) {
+	fmt.Fprintln(stdout, "Starting a local S3 (moto_server, LOCAL_S3 is set)...")
+	srv, err := locals3.Start(locals3.Options{})
+	if errors.Is(err, locals3.ErrNotInstalled) {
+		return nil, startErrorf("LOCAL_S3", "moto_server is not on PATH: install it (pip install 'moto[server]'), or run without a bucket (make run)")
+	}
+	if err != nil {
+		return nil, startErrorf("LOCAL_S3", "%v", err)
+	}
+	env["S3_ENDPOINT"], env["S3_FORCE_PATH_STYLE"] = srv.URL(), "true"
+	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"] = locals3.AccessKeyID, locals3.SecretAccessKey, ""
+	env["AWS_REGION"] = locals3.Region
+	if getenv("CONTENT_BUCKET") == "" {
+		env["CONTENT_BUCKET"] = localBucket
+	}
+	return srv.Stop, nil
+}
+
+// startLocalPostgres starts the dev server's own Postgres under localDir
+// (DATABASE_URL unset), creates its database, and points DATABASE_URL
+// (env) at it; st learns whether it is the data of an earlier run. Stop
+// it with stop.
+func startLocalPostgres(ctx context.Context, stdout io.Writer, localDir string, env map[string]string, st *started) (stop func(), err error) {
+	pgDir := filepath.Join(localDir, "pg")
+	fmt.Fprintf(stdout, "Starting a local Postgres in %s (DATABASE_URL is unset)...\n", pgDir)
+	cluster, err := localpg.Start(ctx, localpg.Options{Dir: pgDir})
+	var inUse *localpg.InUseError
+	if errors.As(err, &inUse) {
+		return nil, startErrorf("LOCAL_DIR", "another dev server's Postgres (pid %d, port %d) already runs on %s: is make run already running in this clone? "+
+			"Stop it (Ctrl-C where it runs), or give this one a folder and a port of its own: LOCAL_DIR=.local-2 PORT=8081 make run",
+			inUse.PID, inUse.Port, pgDir)
+	}
+	if err != nil {
+		return nil, startErrorf("local Postgres", "%v", err)
+	}
+	created, err := ensureDatabase(ctx, cluster.URL("postgres"), localDB)
+	if err != nil {
+		cluster.Stop()
+		return nil, startErrorf("local Postgres", "%v", err)
+	}
+	env["DATABASE_URL"] = cluster.URL(localDB)
+	st.ownDB = cluster.URL(localDB)
+	st.reused = !cluster.Created() && !created
+	return cluster.Stop, nil
 }
