@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -52,6 +53,7 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 	p := &PartProxy{holdAfter: -1, release: make(chan struct{}), done: map[int]int{},
 		changed: make(chan struct{}), stop: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a client stopped mid-part is what the tests do
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		part, isPart := partNumber(r)
 		if !isPart {
