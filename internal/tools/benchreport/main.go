@@ -44,6 +44,9 @@ func main() {
 		{"sweep", "./internal/bench/", []string{"-bench", "^BenchmarkSweep$", "-benchtime", "1x"}, nil},
 		{"cold start", "./functions/", []string{"-bench", "^BenchmarkColdStart$", "-benchtime", fmt.Sprintf("%dx", *coldIter)}, nil},
 		{"uploads in parts", "./internal/bench/", []string{"-bench", "^BenchmarkParts$", "-benchtime", "1x"}, nil},
+		// Two more runs of the commit of parts (and of the one-PUT commit of
+		// the same sizes), for medians: moto's assembly is noisy.
+		{"commit of parts by size", "./internal/pendinguploads/", []string{"-bench", "^BenchmarkCommit$/^(25|100)MiB$/^parts$", "-benchtime", "5x", "-count", "2"}, nil},
 	}
 	res := results{}
 	failed := false
