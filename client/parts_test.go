@@ -109,11 +109,11 @@ func TestUploadInParts(t *testing.T) {
 
 // interrupted starts an upload of data in parts, lets the first done
 // parts through, cancels it while the next are held (as a Ctrl-C would),
-// and returns its upload ID; the held parts are then let go.
+// and returns its upload ID; the held parts are then dropped.
 func interrupted(t *testing.T, c *client.Client, proxy *s3test.PartProxy, ws uuid.UUID, f client.UploadFile, done int) uuid.UUID {
 	t.Helper()
 	proxy.Hold(done)
-	defer proxy.Release()
+	defer proxy.Unhold()
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
 	var id uuid.UUID

@@ -43,7 +43,7 @@ func fastBytes(n int, seed byte) []byte {
 func stopMidway(t *testing.T, proxy *s3test.PartProxy, vars map[string]string, done int, sig os.Signal, args ...string) result {
 	t.Helper()
 	proxy.Hold(done)
-	defer proxy.Release()
+	defer proxy.Unhold()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)

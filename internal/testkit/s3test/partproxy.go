@@ -1,7 +1,6 @@
 package s3test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log"
@@ -18,23 +17,26 @@ import (
 // PartProxy is a loopback HTTP proxy in front of an S3 endpoint that
 // counts the PUTs of multipart parts (by part number, those the bucket
 // answered 2xx) and can hold them: the bucket's side of a link that
-// stalls mid-upload. Give the service S3_ENDPOINT=URL: its presigned URLs
-// then name the proxy (the signature covers the proxy's host, which the
-// proxy passes on), and its own calls go through unchanged. Safe for
-// concurrent use.
+// stalls mid-upload (a held part never reaches the bucket). Give the
+// service S3_ENDPOINT=URL: its presigned URLs then name the proxy (the
+// signature covers the proxy's host, which the proxy passes on), and its
+// own calls go through unchanged. Safe for concurrent use.
 type PartProxy struct {
 	URL string
 
-	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced on every change
-	admitted    int           // part PUTs let through since Hold
-	holdAfter   int           // -1: hold nothing
-	held        int           // part PUTs waiting now
-	release     chan struct{}
-	done        map[int]int // part number → PUTs answered 2xx
-	inFlight    int
-	maxInFlight int
-	stop        chan struct{}
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced on every change
+	gen       int           // counts Hold calls: what a PUT was admitted or held under
+	admitted  int           // part PUTs let through since Hold
+	holdAfter int           // -1: hold nothing
+	// doneNow and heldNow count, since Hold, the parts answered 2xx and
+	// those held now.
+	doneNow, heldNow int
+	drop             chan struct{} // closed by Unhold: the held parts fail
+	done             map[int]int   // part number → PUTs answered 2xx
+	inFlight         int
+	maxInFlight      int
+	stop             chan struct{}
 }
 
 // maxHeldBody bounds the body of one held part (S3's largest part is
@@ -50,7 +52,7 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 	if err != nil {
 		tb.Fatalf("s3test: %v", err)
 	}
-	p := &PartProxy{holdAfter: -1, release: make(chan struct{}), done: map[int]int{},
+	p := &PartProxy{holdAfter: -1, drop: make(chan struct{}), done: map[int]int{},
 		changed: make(chan struct{}), stop: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a client stopped mid-part is what the tests do
@@ -60,7 +62,8 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 			rp.ServeHTTP(w, r)
 			return
 		}
-		if !p.admit(w, r) {
+		gen, ok := p.admit(w, r)
+		if !ok {
 			return
 		}
 		p.count(&p.inFlight, 1)
@@ -70,6 +73,9 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 		if rec.status/100 == 2 {
 			p.mu.Lock()
 			p.done[part]++
+			if gen == p.gen {
+				p.doneNow++
+			}
 			p.notify()
 			p.mu.Unlock()
 		}
@@ -89,34 +95,38 @@ func partNumber(r *http.Request) (int, bool) {
 	return n, err == nil
 }
 
-// admit lets a part PUT through, or holds it (its body read, so that the
-// client waits for an answer and a client that dies is noticed) until
-// Release; false when the client went away or the proxy stopped.
-func (p *PartProxy) admit(w http.ResponseWriter, r *http.Request) bool {
+// admit lets a part PUT through (true, with the Hold it came under), or
+// holds it, reading its body so that the client waits for an answer and
+// a client that dies is noticed, until Unhold, the client's end or the
+// proxy's; a held part is answered 503, never forwarded.
+func (p *PartProxy) admit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	p.mu.Lock()
+	gen := p.gen
 	if p.holdAfter < 0 || p.admitted < p.holdAfter {
 		p.admitted++
 		p.mu.Unlock()
-		return true
+		return gen, true
 	}
-	release := p.release
-	p.held++
+	drop := p.drop
+	p.heldNow++
 	p.notify()
 	p.mu.Unlock()
-	defer p.count(&p.held, -1)
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHeldBody))
-	if err != nil {
-		return false
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	defer func() {
+		p.mu.Lock()
+		if gen == p.gen {
+			p.heldNow--
+		}
+		p.notify()
+		p.mu.Unlock()
+	}()
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxHeldBody))
 	select {
-	case <-release:
-		return true
+	case <-drop:
 	case <-r.Context().Done():
 	case <-p.stop:
-		http.Error(w, "proxy stopped", http.StatusServiceUnavailable)
 	}
-	return false
+	http.Error(w, "held by the test's proxy", http.StatusServiceUnavailable)
+	return gen, false
 }
 
 func (p *PartProxy) count(n *int, d int) {
@@ -134,20 +144,22 @@ func (p *PartProxy) notify() {
 }
 
 // Hold lets the next n part PUTs through and holds every later one, until
-// Release.
+// Unhold.
 func (p *PartProxy) Hold(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holdAfter, p.admitted = n, 0
+	p.gen++
+	p.holdAfter, p.admitted, p.doneNow, p.heldNow = n, 0, 0, 0
 }
 
-// Release lets the held part PUTs through, and holds no more.
-func (p *PartProxy) Release() {
+// Unhold holds no more part PUTs, and fails those held (503): they never
+// reach the bucket.
+func (p *PartProxy) Unhold() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdAfter = -1
-	close(p.release)
-	p.release = make(chan struct{})
+	close(p.drop)
+	p.drop = make(chan struct{})
 }
 
 // Reset forgets the counts (Parts, MaxInFlight).
@@ -174,16 +186,13 @@ func (p *PartProxy) MaxInFlight() int {
 	return p.maxInFlight
 }
 
-// WaitHeld waits until done part PUTs were answered and at least one is
-// held: an upload stalled mid-way. It returns false if ctx ends first.
+// WaitHeld waits until, since Hold, done part PUTs were answered and at
+// least one is held: an upload stalled mid-way. It returns false if ctx
+// ends first.
 func (p *PartProxy) WaitHeld(ctx context.Context, done int) bool {
 	for {
 		p.mu.Lock()
-		n := 0
-		for _, k := range p.done {
-			n += k
-		}
-		ok, ch := n >= done && p.held > 0, p.changed
+		ok, ch := p.doneNow >= done && p.heldNow > 0, p.changed
 		p.mu.Unlock()
 		if ok {
 			return true
