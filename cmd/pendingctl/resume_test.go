@@ -190,7 +190,8 @@ func TestUploadKilledResumes(t *testing.T) {
 // TestUploadInterrupted: Ctrl-C (SIGINT) stops an upload in parts
 // cleanly, says how to resume, and leaves its state; the next run
 // resumes it. A state whose upload the server aborted, or that expired,
-// or of a file that changed since, starts over and says so; a state of
+// or of a file that changed since (its modification time, or only its
+// bytes), starts over and says so; a state of
 // an upload committed already (the process stopped before it could drop
 // the state) answers the same file and sends nothing. Files of 21 MiB in
 // parts of 5 MiB (5 parts).
@@ -275,6 +276,36 @@ func TestUploadInterrupted(t *testing.T) {
 			pulled(t, srv, ws, data)
 		})
 	}
+
+	t.Run("FileChangedInPlace", func(t *testing.T) {
+		ws, path, _, dir, args := setup(t, 5)
+		stopMidway(t, proxy, vars, 1, os.Interrupt, args...)
+		// Other bytes, the same size and modification time: the state
+		// matches, the bucket's parts do not.
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := fastBytes(size, 6)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		r := exe(t, vars, args...)
+		expect(t, r, 0, "upload again")
+		if want := "the interrupted upload of " + path + " does not hold the file's bytes (was it changed in place?): starting over"; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr: got %q, want %q", r.stderr, want)
+		}
+		if n := rows(t, srv, ws); n != 1 {
+			t.Fatalf("rows: %d, want 1", n)
+		}
+		if s := states(t, dir); len(s) != 0 {
+			t.Errorf("state files left: %v", s)
+		}
+		pulled(t, srv, ws, data)
+	})
 
 	t.Run("CommittedBefore", func(t *testing.T) {
 		ws, _, data, dir, args := setup(t, 4)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,8 +32,8 @@ An upload in parts survives an interruption (Ctrl-C, a crash, a lost
 connection, --timeout): it leaves a small state file, and running the same
 command again (same workspace, the file unchanged) sends only the parts
 the bucket lacks, then stages the file, once. The state file goes away once
-the file is staged. An upload the server no longer has (an hour after it
-began, or aborted) starts over, and says so.
+the file is staged. A file that changed since, or an upload the server no
+longer has (an hour after it began, or aborted), starts over, and says so.
 
 Flags:
   --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
@@ -217,8 +218,15 @@ func (u *uploadRun) run(ctx context.Context) error {
 		fmt.Fprintf(u.e.stderr, "pendingctl upload: resuming the interrupted upload of %s\n", it.path)
 		s, err := u.c.ResumeUpload(ctx, u.ws, it.prev.UploadID, it.f)
 		it.bar.done(err)
-		if errors.Is(err, client.ErrUploadGone) {
-			fmt.Fprintf(u.e.stderr, "pendingctl upload: the server no longer has the interrupted upload of %s (it expired or was aborted): starting over\n", it.path)
+		if errors.Is(err, client.ErrUploadGone) || notReceived(err) {
+			if errors.Is(err, client.ErrUploadGone) {
+				fmt.Fprintf(u.e.stderr, "pendingctl upload: the server no longer has the interrupted upload of %s (it expired or was aborted): starting over\n", it.path)
+			} else {
+				fmt.Fprintf(u.e.stderr, "pendingctl upload: the interrupted upload of %s does not hold the file's bytes (was it changed in place?): starting over\n", it.path)
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_ = u.c.AbortUpload(ctx, u.ws, it.prev.UploadID) // best effort: it expires anyway
+				cancel()
+			}
 			u.states.remove(it.state)
 			it.prev = nil
 			rest = append(rest, it)
@@ -311,4 +319,13 @@ func (l *lazyBar) done(err error) {
 	if l.b != nil {
 		l.b.Done(err)
 	}
+}
+
+// notReceived reports whether err is the commit's refusal of an upload
+// whose bytes are not what its presign declared (409 "upload not
+// received"): after a resume that sent every missing part, the file's
+// bytes are not the ones the upload began with.
+func notReceived(err error) bool {
+	var ae *client.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == "upload not received"
 }
