@@ -41,6 +41,9 @@ type Client struct {
 	MaxRequestBytes int64
 	// UserAgent is sent with every request (default "pendinguploads-client").
 	UserAgent string
+	// PartsInFlight is the most parts of one file PutPresigned sends at
+	// once, for a file that goes in parts (default DefaultPartsInFlight).
+	PartsInFlight int
 
 	// learned is the request cap named by the server's last 413.
 	learned atomic.Int64
@@ -85,10 +88,12 @@ func (c *Client) BaseURL() string { return c.baseURL.String() }
 
 // RetryPolicy bounds retries with exponential backoff and full jitter.
 // Only calls that are safe to repeat are retried: list, content (before
-// its body is handed over), ack (idempotent by contract), presign (nothing
-// is visible until commit) and the presigned PUT (same key, same bytes).
-// Upload and commit are never retried: a lost answer may hide a success,
-// and a second try would stage the files twice. They are retried only
+// its body is handed over), ack (idempotent by contract), presign, resume
+// and abort (nothing is visible until commit), the presigned PUT and each
+// part's (same key, same bytes), and commit (a commit whose uploads were
+// all committed before answers the same files, storing nothing). A
+// multipart upload is never retried: a lost answer may hide a success,
+// and a second try would stage the files twice. It is sent again only
 // after an answer that proves nothing was stored (a 413 that teaches the
 // request cap).
 type RetryPolicy struct {

@@ -14,7 +14,14 @@
 // Upload sends files that fit the server's request cap (MAX_REQUEST_BYTES,
 // 4 MiB by default) as multipart/form-data, and larger ones through
 // presign, a PUT straight to the bucket (with exactly the presigned
-// headers, never the Authorization header), and a JSON commit. A server
+// headers, never the Authorization header), and a JSON commit. A file
+// above the server's multipart threshold (GET /uploads/limits) goes in
+// parts: each part's SHA-256 is declared at presign (the file is read
+// once, part by part, so memory does not grow with it), the parts are
+// PUT PartsInFlight at once, each retried on its own, and the commit
+// assembles them. Such an upload survives a crash or a cancel:
+// ResumeUpload sends only the parts the bucket lacks, then commits;
+// AbortUpload drops it. UploadFile.Progress reports the bytes sent. A server
 // without a bucket answers presign with 404; the large file is then sent
 // as multipart on its own, which a server with a raised cap accepts, and
 // otherwise the error wraps ErrTooLarge. A 413 "request body too large"
@@ -28,11 +35,12 @@
 // to repeat are retried on connection errors, 503, 429, 502 and 504 with
 // bounded exponential backoff and jitter (RetryPolicy), honouring
 // Retry-After and the context: list, content, ack (idempotent by
-// contract), presign (nothing is visible until commit) and the presigned
-// PUT (same bytes, same key). Upload and commit are never retried: an
-// answer lost after the server committed would make a second try stage
-// the files twice. Every call is bounded by its context and by nothing
-// else; set a deadline.
+// contract), presign, resume and abort (nothing is visible until commit),
+// the presigned PUTs (same bytes, same key) and commit (a repeated commit
+// answers the same files). A multipart upload is never retried: an answer
+// lost after the server stored the files would make a second try stage
+// them twice. Every call is bounded by its context and by nothing else;
+// set a deadline.
 //
 // The token goes only to the API's host: the client follows content's 307
 // to the bucket itself, without Authorization, and refuses a redirect

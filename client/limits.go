@@ -11,6 +11,13 @@ type Limits struct {
 	PerRequestBytes          int64 `json:"per_request_bytes"`
 	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
 	Presign                  bool  `json:"presign"`
+	// MultipartThresholdBytes and MultipartPartBytes: a presigned file
+	// above the threshold may go to the bucket in parts of
+	// MultipartPartBytes (the last one shorter). Both are 0 where the
+	// server takes no parts (null: no bucket, or a server older than
+	// uploads in parts).
+	MultipartThresholdBytes int64 `json:"multipart_threshold_bytes"`
+	MultipartPartBytes      int64 `json:"multipart_part_bytes"`
 }
 
 // Limits asks the server for its caps (GET /uploads/limits, public: no
@@ -28,32 +35,53 @@ func (c *Client) Limits(ctx context.Context) (Limits, error) {
 	return l, nil
 }
 
-// fileCap is the per-file cap Upload holds files to: the server's
-// per_file_bytes, asked once per Client. A server without the route (404)
-// or with an unusable answer has the default cap, MaxFileBytes, as before
-// the route existed; any other failure also gives MaxFileBytes, but is
-// not remembered (the upload then meets the same failure, or the server's
-// own 413).
-func (c *Client) fileCap(ctx context.Context) int64 {
+// serverLimits is the server's Limits, asked once per Client. A server
+// without the route (404) is remembered as one with no limits to tell (a
+// zero Limits); any other failure returns false and is not remembered
+// (the upload then meets the same failure, or the server's own refusal).
+func (c *Client) serverLimits(ctx context.Context) (Limits, bool) {
 	c.limitsMu.Lock()
 	defer c.limitsMu.Unlock()
-	if c.fileCapKnown > 0 {
-		return c.fileCapKnown
+	if c.limitsKnown {
+		return c.limits, true
 	}
 	l, err := c.Limits(ctx)
 	switch {
-	case err == nil && l.PerFileBytes > 0:
-		c.fileCapKnown = l.PerFileBytes
-	case err == nil || IsNotFound(err):
-		c.fileCapKnown = MaxFileBytes
+	case err == nil:
+		c.limits = l
+	case IsNotFound(err):
+		c.limits = Limits{}
 	default:
-		return MaxFileBytes
+		return Limits{}, false
 	}
-	return c.fileCapKnown
+	c.limitsKnown = true
+	return c.limits, true
 }
 
-// limitsState is what fileCap remembers.
+// fileCap is the per-file cap Upload holds files to: the server's
+// per_file_bytes, or the default cap, MaxFileBytes, from a server without
+// the route, with an unusable answer, or that could not be asked.
+func (c *Client) fileCap(ctx context.Context) int64 {
+	if l, ok := c.serverLimits(ctx); ok && l.PerFileBytes > 0 {
+		return l.PerFileBytes
+	}
+	return MaxFileBytes
+}
+
+// partBytes is the size of the parts a file of size bytes goes to the
+// bucket in, or 0 when it goes in one PUT: at or under the server's
+// threshold, or a server that takes no parts or could not be asked.
+func (c *Client) partBytes(ctx context.Context, size int64) int64 {
+	l, ok := c.serverLimits(ctx)
+	if !ok || l.MultipartThresholdBytes <= 0 || l.MultipartPartBytes <= 0 || size <= l.MultipartThresholdBytes {
+		return 0
+	}
+	return l.MultipartPartBytes
+}
+
+// limitsState is what serverLimits remembers.
 type limitsState struct {
-	limitsMu     sync.Mutex
-	fileCapKnown int64
+	limitsMu    sync.Mutex
+	limitsKnown bool
+	limits      Limits
 }

@@ -31,8 +31,23 @@ type UploadFile struct {
 	Size int64
 	// Open returns the bytes. It may be called more than once (a request
 	// the server refused before storing anything is sent again, a
-	// presigned PUT is retried); each reader is closed.
+	// presigned PUT is retried, each part of a file sent in parts opens
+	// it, several at once); each reader is closed. A part starts where
+	// the reader seeks to (an io.Seeker, as *os.File) or, if it does not,
+	// after the bytes before it are read and dropped.
 	Open func() (io.ReadCloser, error)
+
+	// Progress, if set, is told how many of the file's bytes have been
+	// sent so far, as they go (the parts the bucket held already, for a
+	// resumed upload, count as sent). Calls never overlap. A request that
+	// is sent again takes its bytes back first, so the count may go down.
+	Progress func(sent int64)
+	// OnPresigned, if set, is called with the file's presigned upload
+	// once the server has made it, before any of its bytes are sent:
+	// what a caller that wants to resume after a crash records (the
+	// UploadID of an upload in parts, for ResumeUpload). An error stops
+	// the upload there, before any PUT.
+	OnPresigned func(PresignedUpload) error
 }
 
 // FileFromPath describes the regular file at path: its base name, its
@@ -57,8 +72,14 @@ func FileFromPath(path string) (UploadFile, error) {
 // BytesFile is an UploadFile of b.
 func BytesFile(name, mimeType string, b []byte) UploadFile {
 	return UploadFile{Name: name, MimeType: mimeType, Size: int64(len(b)),
-		Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }}
+		Open: func() (io.ReadCloser, error) { return bytesReader{bytes.NewReader(b)}, nil }}
 }
+
+// bytesReader is a *bytes.Reader that closes: a seekable reader, so that
+// each part of a file sent in parts starts where it is.
+type bytesReader struct{ *bytes.Reader }
+
+func (bytesReader) Close() error { return nil }
 
 // StagedFile is one file of an upload's success answer.
 type StagedFile struct {
@@ -79,7 +100,9 @@ type stagedBody struct {
 // Files that fit the request cap (MaxRequestBytes until a 413 from the
 // server names the real one) go as multipart/form-data, packed into as few
 // requests as the cap and the 64-file limit allow. Larger files go through
-// presign, a PUT straight to the bucket, and a JSON commit. When the
+// presign, a PUT straight to the bucket (in parts, PartsInFlight at once,
+// for a file above the server's multipart threshold), and a JSON commit.
+// When the
 // server does not offer presign (404), a large file is sent as multipart
 // on its own, which works where the server's cap was raised; if it still
 // does not fit, the error wraps ErrTooLarge. Empty files and files over
@@ -90,7 +113,9 @@ type stagedBody struct {
 //
 // Each request is atomic on the server, but several requests are not: on
 // an error, the files staged by earlier requests are returned with it.
-// Upload and commit requests are not retried (see RetryPolicy).
+// Multipart requests are not retried (see RetryPolicy). An upload in
+// parts stopped by ctx, or by a failure, stays resumable (ResumeUpload,
+// with the UploadID OnPresigned gave) until it expires.
 func (c *Client) Upload(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
 	if err := c.checkFiles(ctx, files); err != nil {
 		return nil, err
@@ -337,13 +362,17 @@ func quoteName(s string) string {
 // all or nothing. It does not split, fall back, or retry; see Upload.
 func (c *Client) UploadMultipart(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
 	mb := layoutMultipart(files)
+	counts := make([]tries, len(files))
+	for i, f := range files {
+		counts[i].p = newProgress(f, 0)
+	}
 	body := func() (io.ReadCloser, error) {
 		var rs []io.Reader
 		var opened []*lazyFile
 		for i, f := range files {
 			lf := &lazyFile{f: f}
 			opened = append(opened, lf)
-			rs = append(rs, bytes.NewReader(mb.heads[i]), lf)
+			rs = append(rs, bytes.NewReader(mb.heads[i]), counts[i].wrap(lf))
 		}
 		rs = append(rs, bytes.NewReader(mb.heads[len(files)]))
 		return &multiCloser{Reader: io.MultiReader(rs...), files: opened}, nil
@@ -432,40 +461,66 @@ func (m *multiCloser) Close() error {
 	return nil
 }
 
-// PresignedUpload is one presigned request of the presign answer: send
+// PresignedUpload is one file of the presign answer: for one PUT, send
 // the file's bytes with Method to URL with exactly Headers, and no
-// Authorization.
+// Authorization; for a file in parts (Multipart set), each part's bytes
+// to its own URL (PutPresigned does either).
 type PresignedUpload struct {
 	UploadID  uuid.UUID         `json:"upload_id"`
 	Method    string            `json:"method"`
 	URL       string            `json:"url"`
 	Headers   map[string]string `json:"headers"`
 	ExpiresAt time.Time         `json:"expires_at"`
+	// Multipart is the plan of a file that goes in parts; nil for one PUT.
+	Multipart *PartPlan `json:"multipart"`
+
+	// ws is the workspace the upload belongs to, when Presign or
+	// ResumePresign made it: PutPresigned then asks for fresh part URLs
+	// when these expire.
+	ws uuid.UUID
 }
 
 type presignFile struct {
-	Name     string `json:"name"`
-	Size     int64  `json:"size"`
-	MimeType string `json:"mimeType"`
-	SHA256   string `json:"sha256,omitempty"`
+	Name      string    `json:"name"`
+	Size      int64     `json:"size"`
+	MimeType  string    `json:"mimeType"`
+	SHA256    string    `json:"sha256,omitempty"`
+	Multipart bool      `json:"multipart,omitempty"`
+	Parts     []partSum `json:"parts,omitempty"`
+}
+
+type partSum struct {
+	SHA256 string `json:"sha256"`
 }
 
 // Presign asks for presigned uploads of files (1 to 64), in order. Each
 // file is read once first, to declare its SHA-256: the bucket then takes
-// exactly those bytes and no others, and the commit need not read them. A
-// 404 (the server has no bucket) returns an error wrapping
-// ErrPresignNotOffered. It is retried per Retry: nothing is visible to the
-// workspace until Commit.
+// exactly those bytes and no others, and the commit need not read them.
+// A file above the server's multipart threshold (Limits, asked once) is
+// declared in parts, each part's SHA-256 with it (the same single read,
+// part by part): its answer is a PartPlan, each part's PUT bound to its
+// part's bytes. A 404 (the server has no bucket) returns an error
+// wrapping ErrPresignNotOffered. It is retried per Retry: nothing is
+// visible to the workspace until Commit.
 func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]PresignedUpload, error) {
 	req := struct {
 		Files []presignFile `json:"files"`
 	}{}
 	for _, f := range files {
-		sum, err := fileSHA256(ctx, f)
+		pf := presignFile{Name: f.Name, Size: f.Size, MimeType: f.MimeType}
+		partBytes := c.partBytes(ctx, f.Size)
+		sum, parts, err := fileSums(ctx, f, partBytes)
 		if err != nil {
 			return nil, fmt.Errorf("presign: %w", err)
 		}
-		req.Files = append(req.Files, presignFile{Name: f.Name, Size: f.Size, MimeType: f.MimeType, SHA256: sum})
+		pf.SHA256 = sum
+		if partBytes > 0 {
+			pf.Multipart = true
+			for _, p := range parts {
+				pf.Parts = append(pf.Parts, partSum{p})
+			}
+		}
+		req.Files = append(req.Files, pf)
 	}
 	body, size, err := jsonBody(req)
 	if err != nil {
@@ -490,29 +545,59 @@ func (c *Client) Presign(ctx context.Context, ws uuid.UUID, files []UploadFile) 
 	if len(pb.Uploads) != len(files) {
 		return nil, fmt.Errorf("presign: the server answered %d uploads for %d files", len(pb.Uploads), len(files))
 	}
+	for i := range pb.Uploads {
+		pb.Uploads[i].ws = ws
+	}
 	return pb.Uploads, nil
 }
 
-// fileSHA256 reads f through SHA-256 and returns the digest in hex. The
-// file must hold exactly f.Size bytes.
-func fileSHA256(ctx context.Context, f UploadFile) (string, error) {
+// fileSums reads f once through SHA-256 and returns the digest in hex
+// and, when partBytes > 0, the digest of each part of partBytes (the last
+// one shorter), in order. It holds one buffer, whatever the file's size.
+// The file must hold exactly f.Size bytes.
+func fileSums(ctx context.Context, f UploadFile, partBytes int64) (string, []string, error) {
 	if f.Open == nil {
-		return "", fmt.Errorf("%s: no Open", f.Name)
+		return "", nil, fmt.Errorf("%s: no Open", f.Name)
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", f.Name, err)
+		return "", nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, &ctxReader{ctx: ctx, r: io.LimitReader(rc, f.Size+1)})
+	r := &ctxReader{ctx: ctx, r: io.LimitReader(rc, f.Size+1)}
+	whole := sha256.New()
+	var parts []string
+	var n int64
+	if partBytes <= 0 {
+		n, err = io.Copy(whole, r)
+	} else {
+		part := sha256.New()
+		w := io.MultiWriter(whole, part)
+		for n < f.Size && err == nil {
+			part.Reset()
+			var k int64
+			k, err = io.CopyN(w, r, min(partBytes, f.Size-n))
+			n += k
+			if err == nil {
+				parts = append(parts, hex.EncodeToString(part.Sum(nil)))
+			}
+		}
+		if err == nil {
+			var k int64
+			k, err = io.Copy(io.Discard, r)
+			n += k
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil // shorter than declared: told below
+	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", f.Name, err)
+		return "", nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	if n != f.Size {
-		return "", fmt.Errorf("%s: holds %d bytes, %d declared", f.Name, n, f.Size)
+		return "", nil, fmt.Errorf("%s: holds %d bytes, %d declared", f.Name, n, f.Size)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(whole.Sum(nil)), parts, nil
 }
 
 // ctxReader stops a long read when ctx ends.
@@ -528,10 +613,18 @@ func (r *ctxReader) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-// PutPresigned sends f's bytes to the bucket as p says: p's method and
-// URL, exactly p's headers, no Authorization. It is retried per Retry (the
-// same bytes to the same key).
+// PutPresigned sends f's bytes to the bucket as p says, with exactly the
+// headers p gives and no Authorization: in one PUT, or, for a file in
+// parts, each part p lists (the parts the bucket does not hold yet),
+// PartsInFlight at once, each retried on its own per Retry (the same
+// bytes to the same part); the first part that fails for good stops the
+// others. Part URLs about to expire are renewed (ResumePresign) when p
+// came from Presign or ResumePresign. Ending ctx stops the PUTs in
+// flight: what the bucket holds stays, for ResumeUpload.
 func (c *Client) PutPresigned(ctx context.Context, p PresignedUpload, f UploadFile) error {
+	if p.Multipart != nil {
+		return c.putParts(ctx, p, f)
+	}
 	method := p.Method
 	if method == "" {
 		method = http.MethodPut
@@ -543,7 +636,8 @@ func (c *Client) PutPresigned(ctx context.Context, p PresignedUpload, f UploadFi
 	if v, ok := headerValue(p.Headers, "Content-Length"); ok && v != fmt.Sprint(f.Size) {
 		return fmt.Errorf("put %s: presigned for %s bytes, the file has %d", f.Name, v, f.Size)
 	}
-	body := func() (io.ReadCloser, error) { return &lazyFile{f: f}, nil }
+	count := tries{p: newProgress(f, 0)}
+	body := func() (io.ReadCloser, error) { return count.wrap(&lazyFile{f: f}), nil }
 	resp, err := c.send(ctx, request{
 		method: method, url: u, body: body, size: f.Size, header: p.Headers,
 		auth: false, retry: true, op: "put " + f.Name,
@@ -560,8 +654,11 @@ func (c *Client) PutPresigned(ctx context.Context, p PresignedUpload, f UploadFi
 }
 
 // Commit stages the presigned uploads ids, all or nothing (form B of the
-// upload route). An object that did not arrive is a 409 *APIError with
-// the field "upload_id". It is not retried.
+// upload route). An object that did not arrive (or a part of it) is a
+// 409 *APIError with the field "upload_id". It is retried per Retry: a
+// commit whose uploads this workspace all committed before answers the
+// same files again and stores nothing, so an answer lost on the way is
+// asked for again.
 func (c *Client) Commit(ctx context.Context, ws uuid.UUID, ids []uuid.UUID) ([]StagedFile, error) {
 	type item struct {
 		UploadID uuid.UUID `json:"upload_id"`
@@ -578,7 +675,7 @@ func (c *Client) Commit(ctx context.Context, ws uuid.UUID, ids []uuid.UUID) ([]S
 	}
 	resp, err := c.send(ctx, request{
 		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads"),
-		body: body, size: size, contentType: "application/json", auth: true, op: "commit",
+		body: body, size: size, contentType: "application/json", auth: true, retry: true, op: "commit",
 	})
 	if err != nil {
 		return nil, err
@@ -587,12 +684,21 @@ func (c *Client) Commit(ctx context.Context, ws uuid.UUID, ids []uuid.UUID) ([]S
 }
 
 // UploadPresigned stages files (1 to 64) through presign, a PUT of each
-// to the bucket, and one commit: all or nothing. It returns an error
-// wrapping ErrPresignNotOffered when the server has no bucket.
+// to the bucket (in parts for a file above the server's multipart
+// threshold), and one commit: all or nothing. Each file's OnPresigned is
+// called once all are presigned, before the first PUT. It returns an
+// error wrapping ErrPresignNotOffered when the server has no bucket.
 func (c *Client) UploadPresigned(ctx context.Context, ws uuid.UUID, files []UploadFile) ([]StagedFile, error) {
 	ups, err := c.Presign(ctx, ws, files)
 	if err != nil {
 		return nil, err
+	}
+	for i, p := range ups {
+		if files[i].OnPresigned != nil {
+			if err := files[i].OnPresigned(p); err != nil {
+				return nil, fmt.Errorf("upload %s: %w", files[i].Name, err)
+			}
+		}
 	}
 	ids := make([]uuid.UUID, len(ups))
 	for i, p := range ups {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -20,30 +18,6 @@ const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDIN
   --timeout D        give up after D (default 10m)
   --json             print JSON for scripts instead of text
   -q, --quiet        no progress bars (they only show on a terminal anyway)
-`
-
-const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...
-
-Stage one or more files for workspace W, as the platform's canvas does. The
-workspace sees them in 'pendingctl ls' and downloads them with 'pull'.
-
-Files up to the server's request cap (4 MiB by default) go in one multipart
-request; larger ones (up to 25 MiB each) go straight to the bucket through a
-presigned PUT when the server has one. Each request is all or nothing; a
-file that fits neither path is refused with a clear message.
-
-Flags:
-  --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
-  --mime TYPE        the MIME type of every file (default: from the extension)
-` + apiFlagsUsage + `
-Output: one line per file: its file_id, size and the name the server kept;
-with --json, {"files":[{"file_id","uri","name","mimeType","size","sha256"}]}.
-
-Exit codes: 0 all staged, 1 failure (files listed before the error were
-staged), 2 usage error (a FILE that does not exist included).
-
-Example:
-  pendingctl upload --workspace 6f1c2d3e-0000-4000-8000-000000000001 report.pdf photo.jpg
 `
 
 const lsUsage = `Usage: pendingctl ls --workspace W [flags]
@@ -99,64 +73,6 @@ was pending (--once), 1 a file failed (the others were still delivered),
 Example:
   pendingctl pull --workspace 6f1c2d3e-0000-4000-8000-000000000001 --dir ~/inbox --interval 5s
 `
-
-func runUpload(ctx context.Context, e env, args []string) error {
-	fs := newFlags("upload")
-	var af apiFlags
-	af.register(fs)
-	mimeType := fs.String("mime", "", "")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	c, ws, err := af.client(e)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usagef("no FILE given")
-	}
-	var files []client.UploadFile
-	for _, p := range paths {
-		f, err := client.FileFromPath(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return usagef("no file %s", p)
-		}
-		if err != nil {
-			return err
-		}
-		if *mimeType != "" {
-			f.MimeType = *mimeType
-		}
-		if af.showBars(e) && f.Size >= progressMin {
-			open, name, size := f.Open, f.Name, f.Size
-			f.Open = func() (io.ReadCloser, error) {
-				rc, err := open()
-				if err != nil {
-					return nil, err
-				}
-				return &countingReader{ReadCloser: rc, bar: newBar(e.stderr, "↑ "+name, size)}, nil
-			}
-		}
-		files = append(files, f)
-	}
-	ctx, cancel := context.WithTimeout(ctx, af.timeout)
-	defer cancel()
-	staged, err := c.Upload(ctx, ws, files)
-	if af.json {
-		if staged == nil {
-			staged = []client.StagedFile{}
-		}
-		if werr := writeJSON(e.stdout, map[string]any{"files": staged}); werr != nil && err == nil {
-			err = werr
-		}
-	} else {
-		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
-		}
-	}
-	return err
-}
 
 func runLs(ctx context.Context, e env, args []string) error {
 	fs := newFlags("ls")

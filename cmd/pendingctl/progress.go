@@ -67,6 +67,20 @@ func (b *bar) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// set draws n bytes done of the total (it may go back: a request sent
+// again takes its bytes back); nothing once the bar is done.
+func (b *bar) set(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.n = n
+	if time.Since(b.last) >= 100*time.Millisecond || n == b.total {
+		b.draw()
+	}
+}
+
 func (b *bar) Done(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -96,26 +110,4 @@ func (b *bar) draw() {
 	fmt.Fprintf(b.w, "\r%-28s [%s%s] %3.0f%% %s / %s %s\x1b[K", b.label,
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,
 		humanBytes(b.n), humanBytes(b.total), rate)
-}
-
-// countingReader feeds a bar as a file is read, and ends it at EOF or Close.
-type countingReader struct {
-	io.ReadCloser
-	bar *bar
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	r.bar.Write(p[:n])
-	if err == io.EOF {
-		r.bar.Done(nil)
-	} else if err != nil {
-		r.bar.Done(err)
-	}
-	return n, err
-}
-
-func (r *countingReader) Close() error {
-	r.bar.Done(nil)
-	return r.ReadCloser.Close()
 }

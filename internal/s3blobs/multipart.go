@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithy "github.com/aws/smithy-go"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -93,8 +94,7 @@ func (s *Store) ListParts(ctx context.Context, key, uploadID string) ([]pendingu
 			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: aws.String(uploadID), PartNumberMarker: marker,
 		})
 		if err != nil {
-			var nsu *types.NoSuchUpload
-			if errors.As(err, &nsu) || isNotFound(err) {
+			if isNoSuchUpload(err) || isNotFound(err) {
 				return nil, fmt.Errorf("list parts %s: %w", key, ErrNotFound)
 			}
 			return nil, fmt.Errorf("list parts %s: %w", key, classify(err))
@@ -126,8 +126,7 @@ func (s *Store) CompleteMultipart(ctx context.Context, key, uploadID string, par
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: done},
 	})
 	if err != nil {
-		var nsu *types.NoSuchUpload
-		if errors.As(err, &nsu) {
+		if isNoSuchUpload(err) {
 			return fmt.Errorf("complete multipart %s: %w", key, ErrNotFound)
 		}
 		return fmt.Errorf("complete multipart %s: %w", key, classify(err))
@@ -141,9 +140,18 @@ func (s *Store) AbortMultipart(ctx context.Context, key, uploadID string) error 
 	_, err := s.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: aws.String(uploadID),
 	})
-	var nsu *types.NoSuchUpload
-	if err != nil && !errors.As(err, &nsu) && !isNotFound(err) {
+	if err != nil && !isNoSuchUpload(err) && !isNotFound(err) {
 		return fmt.Errorf("abort multipart %s: %w", key, classify(err))
 	}
 	return nil
+}
+
+// isNoSuchUpload reports whether err says the multipart upload is no
+// more (completed or aborted). The SDK models NoSuchUpload as its own
+// type for AbortMultipartUpload only; ListParts and
+// CompleteMultipartUpload return it as a generic error with that code.
+func isNoSuchUpload(err error) bool {
+	var nsu *types.NoSuchUpload
+	var coded smithy.APIError
+	return errors.As(err, &nsu) || (errors.As(err, &coded) && coded.ErrorCode() == "NoSuchUpload")
 }

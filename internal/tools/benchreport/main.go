@@ -46,6 +46,10 @@ func main() {
 		{"list", "./internal/bench/", []string{"-bench", "^BenchmarkList$", "-benchmem", "-benchtime", fmt.Sprintf("%dx", *listIter)}, nil},
 		{"sweep", "./internal/bench/", []string{"-bench", "^BenchmarkSweep$", "-benchtime", "1x"}, nil},
 		{"cold start", "./functions/", []string{"-bench", "^BenchmarkColdStart$", "-benchtime", fmt.Sprintf("%dx", *coldIter)}, nil},
+		{"uploads in parts", "./internal/bench/", []string{"-bench", "^BenchmarkParts$", "-benchtime", "1x"}, nil},
+		// Two more runs of the commit of parts (and of the one-PUT commit of
+		// the same sizes), for medians: moto's assembly is noisy.
+		{"commit of parts by size", "./internal/pendinguploads/", []string{"-bench", "^BenchmarkCommit$/^(25|100)MiB$/^parts$", "-benchtime", "5x", "-count", "2"}, nil},
 	}
 	res := results{}
 	failed := false
@@ -71,6 +75,7 @@ func main() {
 		}
 	}
 	report(os.Stdout, res, time.Since(start), *rtt)
+	reportParts(os.Stdout, res)
 	if failed {
 		fmt.Println("\nbenchreport: a benchmark failed to run (see above)")
 		os.Exit(1)
@@ -338,4 +343,62 @@ func fmtBody(r results) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return "?"
+}
+
+// reportParts is the section of uploads in parts: a 100 MiB upload
+// through a link limited per connection, in one PUT and in parts with 1,
+// 2 and 4 in flight (BenchmarkParts), and the commit of a file sent in
+// parts, by size, beside moto's own assembly, copy, head and delete
+// (BenchmarkCommit's NMiB/parts).
+func reportParts(w io.Writer, r results) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	link, _ := r.get("BenchmarkParts/one-put", "link-MiB/s")
+	p("\nUpload of 100 MiB with the Go client to moto through a link of %.0f MiB/s per connection\n", link)
+	p("(testkit/throttle; BENCH_PART_RATE): one PUT, and 13 parts of 8 MiB with 1, 2, 4 in flight\n")
+	p("(target: the PUTs of 4 in flight at least 3x as fast as one PUT: 13 parts go in 4 rounds;\n")
+	p(" the commit is moto assembling the parts in its own process, which S3 does inside its fleet)\n")
+	p("  %-10s %9s %9s %9s %10s %9s %9s %9s\n", "how", "total", "hash", "PUTs", "commit", "MiB/s", "total vs", "PUTs vs")
+	base, okBase := r.get("BenchmarkParts/one-put", "s/upload")
+	basePut, _ := r.get("BenchmarkParts/one-put", "put-s")
+	for _, c := range []struct{ name, label string }{{"one-put", "one PUT"}, {"parts=1", "1 part"}, {"parts=2", "2 parts"}, {"parts=4", "4 parts"}} {
+		name := "BenchmarkParts/" + c.name
+		total, ok := r.get(name, "s/upload")
+		if !ok {
+			p("  %-10s not measured\n", c.label)
+			continue
+		}
+		hash, _ := r.get(name, "hash-s")
+		put, _ := r.get(name, "put-s")
+		commit, _ := r.get(name, "commit-ms")
+		rate, _ := r.get(name, "MiB/s")
+		vs := ""
+		if okBase {
+			vs = fmt.Sprintf("%8.2fx %8.2fx", base/total, basePut/put)
+			if c.name == "parts=4" {
+				vs += "  " + verdict(basePut/put >= 3, "(PUTs less than 3x as fast)")
+			}
+		}
+		p("  %-10s %8.2fs %8.2fs %8.2fs %8.0fms %9.1f %s\n", c.label, total, hash, put, commit, rate, vs)
+	}
+
+	p("\nCommit of a file sent in parts (8 MiB), by size, in moto (ms per commit; beside it, moto's own\n")
+	p("CompleteMultipartUpload, CopyObject, HeadObject and DeleteObject: the commit's bucket calls but ListParts;\n")
+	p("target: what the commit adds is flat)\n")
+	p("  %-7s %10s %14s %10s %6s\n", "size", "commit", "moto assembly", "added", "trips")
+	var added []float64
+	for _, size := range []string{"25MiB", "100MiB"} {
+		cv, ok1 := r.get("BenchmarkCommit/"+size+"/parts", "ms/commit")
+		mv, ok2 := r.get("BenchmarkCommit/"+size+"/parts/moto", "ms/assembly")
+		if !ok1 || !ok2 {
+			p("  %-7s not measured\n", size)
+			continue
+		}
+		trips, _ := r.get("BenchmarkCommit/"+size+"/parts", "trips/op")
+		added = append(added, cv-mv)
+		p("  %-7s %8.1fms %12.1fms %8.1fms %6.2f\n", size, cv, mv, cv-mv, trips)
+	}
+	if len(added) == 2 {
+		p("  added 25 MiB -> 100 MiB: %+.1fms  %s (moto's own time moves by about 100 ms between runs)\n", added[1]-added[0],
+			verdict(added[1]-added[0] < 100, "(grows with the size)"))
+	}
 }
