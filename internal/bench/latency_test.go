@@ -54,7 +54,9 @@ func BenchmarkLatency(b *testing.B) {
 
 func latencyAt(b *testing.B, rtt time.Duration) {
 	srv := apptest.NewServer(b, apptest.Options{
-		Env:             map[string]string{"MAX_REQUEST_BYTES": "8388608"},
+		// The workspace quota off: the loop stages into one workspace.
+		Env: map[string]string{"MAX_REQUEST_BYTES": "8388608",
+			"WORKSPACE_MAX_PENDING_BYTES": "0", "WORKSPACE_MAX_PENDING_FILES": "0"},
 		DBDelay:         rtt / 2,
 		CountRoundTrips: true,
 	})
