@@ -7,104 +7,34 @@
 package delayproxy
 
 import (
-	"errors"
-	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/tcpproxy"
 )
 
-// Limits of one proxy.
+// chunkSize and queueLen bound what one direction of a connection holds
+// in flight: queueLen reads of up to chunkSize bytes.
 const (
-	MaxConns = 64 // connections open at once; more are refused
-	// chunkSize and queueLen bound what one direction of a connection
-	// holds in flight: queueLen reads of up to chunkSize bytes.
 	chunkSize = 64 << 10
 	queueLen  = 256
 )
 
 // Proxy forwards loopback connections to a target, each direction
-// delayed by Delay.
+// delayed by Delay. At most tcpproxy.MaxConns connections at once.
 type Proxy struct {
-	Addr  string // host:port it listens on (127.0.0.1)
+	*tcpproxy.Proxy
 	Delay time.Duration
-
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
 }
 
 // Start listens on a free loopback port and forwards to target (host:port)
 // with delay each way; it stops at tb's cleanup.
 func Start(tb testing.TB, target string, delay time.Duration) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("delayproxy: %v", err)
-	}
-	p := &Proxy{Addr: ln.Addr().String(), Delay: delay, ln: ln, target: target, conns: map[net.Conn]bool{}}
-	p.wg.Go(p.accept)
-	tb.Cleanup(p.Close)
+	p := &Proxy{Delay: delay}
+	p.Proxy = tcpproxy.Start(tb, "delayproxy", target, p.pipe)
 	return p
-}
-
-// Close stops listening and closes every connection.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *Proxy) track(c net.Conn, on bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		if len(p.conns) >= MaxConns {
-			return false
-		}
-		p.conns[c] = true
-	} else {
-		delete(p.conns, c)
-	}
-	return true
-}
-
-func (p *Proxy) accept() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(client, true) {
-			client.Close()
-			continue
-		}
-		p.wg.Go(func() {
-			defer p.track(client, false)
-			defer client.Close()
-			server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-			if err != nil {
-				return
-			}
-			if !p.track(server, true) {
-				server.Close()
-				return
-			}
-			defer p.track(server, false)
-			defer server.Close()
-			var dirs sync.WaitGroup
-			dirs.Go(func() { p.pipe(server, client) })
-			dirs.Go(func() { p.pipe(client, server) })
-			dirs.Wait()
-		})
-	}
 }
 
 // waitUntil returns at t. Go's timers may oversleep by a millisecond
@@ -147,13 +77,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		if err != nil {
 			close(q)
 			<-done
-			if errors.Is(err, io.EOF) {
-				if tc, ok := dst.(*net.TCPConn); ok {
-					tc.CloseWrite()
-					return
-				}
-			}
-			dst.Close()
+			tcpproxy.End(dst, err)
 			return
 		}
 	}
