@@ -91,10 +91,10 @@ var (
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		    SELECT v.file_id, $1, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
 		           now(), now() + $2::bigint * interval '1 microsecond'
-		    FROM unnest($5::uuid[], $6::bytea[], $7::text[], $8::bigint[], $9::bytea[], $10::text[], $11::text[])
+		    FROM (VALUES ($9::uuid, $10::bytea, $11::text, $12::bigint, $13::bytea, $14::text, $15::text))
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
 		    WHERE ($4::timestamptz IS NULL OR now() <= $4) AND ` + guardSQL(3, 1) + ` AND ` +
-		`(SELECT count(*) + $12::bigint <= $13::bigint AND coalesce(sum(size_bytes), 0) + $14::bigint <= $15::bigint
+		`(SELECT count(*) + $5::bigint <= $6::bigint AND coalesce(sum(size_bytes), 0) + $7::bigint <= $8::bigint
 		FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now())
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
@@ -318,9 +318,8 @@ func (f *floorServer) upload(w http.ResponseWriter, r *http.Request) {
 	c.batch.Queue(floorLockSQL, c.ws, c.hash)
 	c.batch.Queue(floorPendingSQL, c.ws, c.hash)
 	stored := false
-	c.batch.Queue(floorInsertSQL, c.ws, f.ttl.Microseconds(), c.hash, nil, []string{id.String()}, [][]byte{content},
-		[]*string{nil}, []int64{size}, [][]byte{sum[:]}, []string{name}, []string{mime},
-		int64(1), f.maxFiles, size, f.maxBytes).Query(func(rows pgx.Rows) error {
+	c.batch.Queue(floorInsertSQL, c.ws, f.ttl.Microseconds(), c.hash, nil, int64(1), f.maxFiles, size, f.maxBytes,
+		id.String(), content, nil, size, sum[:], name, mime).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			stored = true
 		}

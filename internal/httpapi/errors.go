@@ -217,6 +217,17 @@ func writeJSONCached(w http.ResponseWriter, status int, v any) {
 		slog.Error("encode response", "err", err)
 		status, b = http.StatusInternalServerError, []byte(`{"error":"storage error"}`)
 	}
+	writeEncoded(w, status, b)
+}
+
+// writeJSONBody answers b, a JSON value already encoded, not to be
+// cached.
+func writeJSONBody(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeEncoded(w, status, b)
+}
+
+func writeEncoded(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -2,33 +2,16 @@ package httpapi
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
-
-// listedFile is one file of the list. Times are RFC 3339 in UTC, as
-// time.Time encodes them, formatted here: encoding/json's call of each
-// time's MarshalJSON was a tenth of the handler's work.
-type listedFile struct {
-	FileID    string  `json:"file_id"`
-	URI       string  `json:"uri"`
-	Name      string  `json:"name"`
-	MimeType  string  `json:"mimeType"`
-	Size      int64   `json:"size"`
-	SHA256    *string `json:"sha256"` // null: staged without a digest (by the platform's own server)
-	CreatedAt string  `json:"created_at"`
-	ExpiresAt string  `json:"expires_at"`
-	FetchedAt *string `json:"fetched_at"`
-}
-
-type listBody struct {
-	Uploads    []listedFile `json:"uploads"`
-	NextCursor string       `json:"next_cursor,omitempty"`
-}
 
 // list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
 func (a *API) list(w http.ResponseWriter, r *http.Request) error {
@@ -66,38 +49,112 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body := listBody{Uploads: make([]listedFile, len(recs))}
-	for i, rec := range recs {
-		body.Uploads[i] = listedFile{
-			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
-			Size: rec.SizeBytes, SHA256: hexOrNil(rec.SHA256),
-			CreatedAt: rfc3339(rec.CreatedAt), ExpiresAt: rfc3339(rec.ExpiresAt), FetchedAt: rfc3339OrNil(rec.FetchedAt),
-		}
-	}
+	var cursor string
 	if next != nil {
-		body.NextCursor = next.Encode()
+		cursor = next.Encode()
 	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSONBody(w, http.StatusOK, appendList(make([]byte, 0, 64+len(recs)*420), recs, cursor))
 	return nil
 }
 
-// rfc3339 is t in UTC as time.Time's MarshalJSON writes it.
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func rfc3339OrNil(t *time.Time) *string {
-	if t == nil {
-		return nil
+// appendList appends the list's answer to b, exactly as encoding/json
+// writes listBody (TestAppendListIsEncodingJSON holds it to that): the
+// poll is the route every workspace calls every few seconds, and the
+// reflection, the per-row strings and their allocations were most of the
+// handler's own time.
+func appendList(b []byte, recs []pendinguploads.Record, cursor string) []byte {
+	b = append(b, `{"uploads":[`...)
+	for i := range recs {
+		r := &recs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"file_id":"`...)
+		b = append(appendUUIDText(b, r.FileID), `","uri":"platform-pending:`...)
+		b = append(appendUUIDText(b, r.WorkspaceID), '/')
+		b = append(appendUUIDText(b, r.FileID), `","name":`...)
+		b = appendJSONString(b, r.Filename)
+		b = append(b, `,"mimeType":`...)
+		b = appendJSONString(b, r.Mimetype)
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, r.SizeBytes, 10)
+		b = append(b, `,"sha256":`...)
+		if len(r.SHA256) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(hex.AppendEncode(append(b, '"'), r.SHA256), '"')
+		}
+		b = appendTime(append(b, `,"created_at":`...), r.CreatedAt)
+		b = appendTime(append(b, `,"expires_at":`...), r.ExpiresAt)
+		b = append(b, `,"fetched_at":`...)
+		if r.FetchedAt == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTime(b, *r.FetchedAt)
+		}
+		b = append(b, '}')
 	}
-	s := rfc3339(*t)
-	return &s
+	b = append(b, ']')
+	if cursor != "" {
+		b = appendJSONString(append(b, `,"next_cursor":`...), cursor)
+	}
+	return append(b, '}')
 }
 
-// hexOrNil is sum in hex, or nil for a row with no digest: nothing claims
-// a digest it did not compute.
-func hexOrNil(sum []byte) *string {
-	if len(sum) == 0 {
-		return nil
-	}
-	h := hex.EncodeToString(sum)
-	return &h
+// appendTime appends t in UTC as a JSON string, as time.Time's
+// MarshalJSON writes it.
+func appendTime(b []byte, t time.Time) []byte {
+	return append(t.UTC().AppendFormat(append(b, '"'), time.RFC3339Nano), '"')
 }
+
+// appendUUIDText appends u as uuid.UUID.String spells it.
+func appendUUIDText(b []byte, u uuid.UUID) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return append(b, s[:]...)
+}
+
+// appendJSONString appends s as encoding/json writes a string: quoted,
+// with '"', '\\', controls and the HTML characters <, >, & escaped. The
+// names and types it meets are ASCII (sanitized); anything else goes
+// through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+

@@ -273,11 +273,11 @@ func (s *Store) claimAndInsert(ctx context.Context, check *auth.Check, workspace
 		WHERE `+and(`p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality($1::uuid[])
 		  AND ($5::timestamptz IS NULL OR now() <= $5) AND `+check.Guard(4, 3), claimQuota),
 		append([]any{uuidArray(ids), uuidArray(fileIDs), workspaceID, check.Arg(), deadlineOf(ctx)}, claimArgs...)...)
-	insQuota, insArgs := q.cond(1, 13)
+	insQuota, insArgs := q.cond(1, 7)
 	ins := queueInsert(ctx, b, check, workspaceID, s.TTL, recs, make([][]byte, len(recs)), and(`
-		    (SELECT count(*) FROM presigned_uploads p JOIN unnest($12::uuid[], $5::uuid[]) AS c(upload_id, file_id)
-		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($12::uuid[])`, insQuota),
-		append([]any{uuidArray(ids)}, insArgs...)...)
+		    (SELECT count(*) FROM presigned_uploads p JOIN unnest($5::uuid[], $6::uuid[]) AS c(upload_id, file_id)
+		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = $1) = cardinality($5::uuid[])`, insQuota),
+		append([]any{uuidArray(ids), uuidArray(fileIDs)}, insArgs...)...)
 	return s.finish(ctx, b, check, ins, q, recs)
 }
 

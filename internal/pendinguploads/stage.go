@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,7 +81,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	b := &pgx.Batch{}
 	check.Queue(b)
 	q.queue(b, check, workspaceID, true)
-	cond, args := q.cond(1, 12)
+	cond, args := q.cond(1, 5)
 	ins := queueInsert(ctx, b, check, workspaceID, s.TTL, recs, contents, cond, args...)
 	if err := s.finish(ctx, b, check, ins, q, recs); err != nil {
 		return nil, err
@@ -169,7 +170,9 @@ type inserted struct {
 // contents, nil for one in the bucket) and of their activity rows, as one
 // statement, guarded by check; the rows' created_at and expires_at come
 // back into recs. With extra, a further condition over its own parameters
-// from $12 on (args), the statement inserts only when it holds.
+// from $5 on (args), the statement inserts only when it holds. Each file
+// is a VALUES row of its own parameters: its bytes go to Postgres as one
+// bytea, not inside an array Postgres would take apart again.
 //
 // The statement also inserts nothing once ctx's deadline has passed on
 // the server's clock at the start of the transaction (now()): a batch
@@ -184,14 +187,18 @@ func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspace
 	if dl, ok := ctx.Deadline(); ok {
 		ins.deadline = &dl
 	}
-	n := len(recs)
-	ids, keys, sizes, sums, names, types := make([]uuid.UUID, n), make([]*string, n), make([]int64, n), make([][]byte, n), make([]string, n), make([]string, n)
+	params := append([]any{workspaceID, ttl.Microseconds(), check.Arg(), ins.deadline}, args...)
+	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		ids[i], sizes[i], sums[i], names[i], types[i] = r.FileID, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
+		var key *string
 		if r.s3Key != "" {
-			keys[i] = &r.s3Key
+			key = &r.s3Key
 		}
+		n := len(params)
+		rows[i] = fmt.Sprintf("($%d::uuid, $%d::bytea, $%d::text, $%d::bigint, $%d::bytea, $%d::text, $%d::text)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+		params = append(params, r.FileID.String(), contents[i], key, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype)
 		ins.recs[r.FileID] = r
 	}
 	if extra != "" {
@@ -203,7 +210,7 @@ func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspace
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		    SELECT v.file_id, $1, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
 		           now(), now() + $2::bigint * interval '1 microsecond'
-		    FROM unnest($5::uuid[], $6::bytea[], $7::text[], $8::bigint[], $9::bytea[], $10::text[], $11::text[])
+		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
 		    WHERE ($4::timestamptz IS NULL OR now() <= $4) AND `+check.Guard(3, 1)+extra+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
@@ -214,8 +221,7 @@ func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspace
 		                              'uri', 'platform-pending:' || $1::text || '/' || file_id::text)
 		    FROM ins
 		)
-		SELECT file_id, created_at, expires_at FROM ins`,
-		append([]any{workspaceID, ttl.Microseconds(), check.Arg(), ins.deadline, uuidArray(ids), contents, keys, sizes, sums, names, types}, args...)...,
+		SELECT file_id, created_at, expires_at FROM ins`, params...,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id uuid.UUID
