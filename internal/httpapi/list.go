@@ -157,4 +157,3 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
-
