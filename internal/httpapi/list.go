@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -70,9 +68,8 @@ func appendList(b []byte, recs []pendinguploads.Record, cursor string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"file_id":"`...)
-		b = append(appendUUIDText(b, r.FileID), `","uri":"platform-pending:`...)
-		b = append(appendUUIDText(b, r.WorkspaceID), '/')
-		b = append(appendUUIDText(b, r.FileID), `","name":`...)
+		b = append(r.AppendFileID(b), `","uri":"`...)
+		b = append(r.AppendURI(b), `","name":`...)
 		b = appendJSONString(b, r.Filename)
 		b = append(b, `,"mimeType":`...)
 		b = appendJSONString(b, r.Mimetype)
@@ -105,21 +102,6 @@ func appendList(b []byte, recs []pendinguploads.Record, cursor string) []byte {
 // MarshalJSON writes it.
 func appendTime(b []byte, t time.Time) []byte {
 	return append(t.UTC().AppendFormat(append(b, '"'), time.RFC3339Nano), '"')
-}
-
-// appendUUIDText appends u as uuid.UUID.String spells it.
-func appendUUIDText(b []byte, u uuid.UUID) []byte {
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
-	return append(b, s[:]...)
 }
 
 // appendJSONString appends s as encoding/json writes a string: quoted,

@@ -34,11 +34,18 @@ func (r Record) InBucket() bool { return r.s3Key != "" }
 
 // URI is the platform-pending: URI the workspace is handed for the file.
 func (r Record) URI() string {
-	const scheme = "platform-pending:"
-	b := make([]byte, 0, len(scheme)+36+1+36)
-	b = appendUUID(append(appendUUID(append(b, scheme...), r.WorkspaceID), '/'), r.FileID)
-	return string(b)
+	return string(r.AppendURI(make([]byte, 0, len(uriScheme)+36+1+36)))
 }
+
+const uriScheme = "platform-pending:"
+
+// AppendURI appends URI to b, without the string.
+func (r Record) AppendURI(b []byte) []byte {
+	return appendUUID(append(appendUUID(append(b, uriScheme...), r.WorkspaceID), '/'), r.FileID)
+}
+
+// AppendFileID appends the file's ID, as uuid.UUID.String spells it.
+func (r Record) AppendFileID(b []byte) []byte { return appendUUID(b, r.FileID) }
 
 // appendUUID appends u in its canonical form, as u.String() spells it,
 // without the String's allocation.
