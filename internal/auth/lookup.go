@@ -281,13 +281,7 @@ func (t *Tokens) Verify(ctx context.Context, id *Identity, ws *uuid.UUID) error 
 		}
 		return nil
 	}
-	var c *Check
-	var err error
-	if ws != nil {
-		c, err = t.For(ctx, id, *ws)
-	} else {
-		c, err = t.For(ctx, id, uuid.Nil)
-	}
+	c, err := t.For(ctx, id, uuid.Nil) // the look-up itself takes ws
 	if err != nil {
 		return err
 	}
