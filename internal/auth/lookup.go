@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -49,8 +50,8 @@ type Tokens struct {
 	// slog.Default()).
 	Logger *slog.Logger
 
-	mu     sync.Mutex
-	schema *schema // nil until read
+	mu     sync.Mutex             // held while the schema is read
+	schema atomic.Pointer[schema] // nil until read
 }
 
 // NewTokens returns the look-ups over db. It does no I/O.
@@ -75,10 +76,13 @@ type schema struct {
 
 // readSchema returns the schema, reading it on first use.
 func (t *Tokens) readSchema(ctx context.Context) (schema, error) {
+	if s := t.schema.Load(); s != nil {
+		return *s, nil // every request after the first: no lock
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.schema != nil {
-		return *t.schema, nil
+	if s := t.schema.Load(); s != nil {
+		return *s, nil
 	}
 	var s schema
 	err := t.db.QueryRow(ctx, `
@@ -91,7 +95,7 @@ func (t *Tokens) readSchema(ctx context.Context) (schema, error) {
 		t.logger().Warn("org tokens anchored by the control plane's org UUID cannot be checked without pgcrypto's digest(); they are refused",
 			"fix", "CREATE EXTENSION pgcrypto")
 	}
-	t.schema = &s
+	t.schema.Store(&s)
 	return s, nil
 }
 

@@ -296,7 +296,8 @@ func (a *API) confirm(r *http.Request, refusal error) error {
 	if id == nil || id.Kind != auth.Bearer {
 		return refusal
 	}
-	if e := a.answerFor(refusal); e.Status >= 500 || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+	e := a.answerFor(refusal)
+	if e.Status >= 500 || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
 		return refusal
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
@@ -306,7 +307,7 @@ func (a *API) confirm(r *http.Request, refusal error) error {
 		ws = &v
 	}
 	if err := a.authn.Verify(ctx, id, ws); err != nil {
-		return fmt.Errorf("before %q: %w", a.answerFor(refusal).Message, err)
+		return fmt.Errorf("before %q: %w", e.Message, err)
 	}
 	return refusal
 }

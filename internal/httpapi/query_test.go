@@ -54,7 +54,8 @@ func state(t *testing.T, srv *apptest.Server) string {
 // empty pair ("?&") is 400 before anything happens: no row, no stamp, no
 // object, no redirect. Only exactly redirect=1 may redirect.
 func TestQueriesOnEveryRoute(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024"}})
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024",
+		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 << 20), "MULTIPART_PART_BYTES": fmt.Sprint(5 << 20)}})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
 	inBucket := stage(t, srv, ws, "big.bin", "application/octet-stream", strings.Repeat("b", 4096))
@@ -67,6 +68,8 @@ func TestQueriesOnEveryRoute(t *testing.T) {
 	decodeJSON(t, res.body, &pres)
 	putObject(t, pres.Uploads[0].URL, pres.Uploads[0].Headers, []byte("abc"))
 	commitBody := []byte(fmt.Sprintf(`{"files":[{"upload_id":%q}]}`, pres.Uploads[0].UploadID))
+	// A multipart upload, for the resume and abort routes.
+	parts := presignParts(t, srv, ws.String(), tok, 6<<20, nil)
 
 	routes := []struct {
 		name, method, url, ctype string
@@ -79,6 +82,8 @@ func TestQueriesOnEveryRoute(t *testing.T) {
 		{"List", "GET", listURL(srv, ws.String()), "", nil, "limit=1"},
 		{"Content", "GET", contentURL(srv, ws.String(), inBucket.FileID), "", nil, "redirect=1"},
 		{"Ack", "POST", ackURL(srv, ws.String(), inBucket.FileID), "", nil, ""},
+		{"Resume", "POST", resumeURL(srv, ws.String(), parts.UploadID), "", nil, ""},
+		{"Abort", "DELETE", resumeURL(srv, ws.String(), parts.UploadID), "", nil, ""},
 		{"Limits", "GET", srv.URL + "/uploads/limits", "", nil, ""},
 	}
 	queries := []struct{ name, query string }{

@@ -183,10 +183,7 @@ type inserted struct {
 // leaves the outcome unknown; nothing can close that.)
 func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspaceID uuid.UUID, ttl time.Duration,
 	recs []Record, contents [][]byte, extra string, args ...any) *inserted {
-	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs))}
-	if dl, ok := ctx.Deadline(); ok {
-		ins.deadline = &dl
-	}
+	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
 	params := append([]any{workspaceID, ttl.Microseconds(), check.Arg(), ins.deadline}, args...)
 	rows := make([]string, len(recs))
 	for i := range recs {
