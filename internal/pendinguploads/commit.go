@@ -479,7 +479,7 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 		return nil
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return wrap("record presigned", err)
+		return s.batchError("record presigned", err)
 	}
 	if err := check.Settle(); err != nil {
 		return tokenError(err)
@@ -521,7 +521,7 @@ func (s *Store) lookupPromises(ctx context.Context, check *auth.Check, workspace
 		return rows.Err()
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, wrap("lookup presigned", err)
+		return nil, s.batchError("lookup presigned", err)
 	}
 	if err := check.Settle(); err != nil {
 		return nil, tokenError(err)
