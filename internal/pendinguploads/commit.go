@@ -232,12 +232,16 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 		return nil, false, err // the staging objects stay, for a retry
 	}
 	// Committed: the objects under objects/ are the files now. The
-	// lifecycle rule removes any staging object this misses.
+	// lifecycle rule removes any staging object this misses, a day
+	// later: the file is then twice in the bucket, so it is said.
 	keys := make([]string, len(uploadIDs))
 	for i, id := range uploadIDs {
 		keys[i] = promised[id].stagingKey()
 	}
-	_ = s.bucket.Delete(ctx, keys)
+	if err := s.bucket.Delete(ctx, keys); err != nil {
+		s.logger().Warn("staging copies not deleted after the commit; the bucket's lifecycle rule removes them within a day",
+			"workspace_id", workspaceID, "keys", len(keys), "err", err)
+	}
 	return recs, false, nil
 }
 
