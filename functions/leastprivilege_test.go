@@ -47,8 +47,7 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 	}
 	arn := "arn:aws:s3:::" + bucket
 	resolve := func(n *yaml.Node) []string {
-		var one func(n *yaml.Node) string
-		one = func(n *yaml.Node) string {
+		one := func(n *yaml.Node) string {
 			switch {
 			case n.Kind == yaml.ScalarNode && n.Tag == "!Sub":
 				return strings.NewReplacer("${ContentBucket.Arn}", arn, "${ContentBucket}", bucket).Replace(n.Value)
