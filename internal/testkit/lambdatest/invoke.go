@@ -30,7 +30,7 @@ const InvokePath = "/2015-03-31/functions/{name}/invocations"
 //     or Runtime.ExitError when its process exited instead of answering;
 //   - 404 ResourceNotFoundException for a name it does not serve, 400
 //     InvalidParameterValueException for another X-Amz-Invocation-Type,
-//     413 RequestTooLargeException for an event over MaxEventBytes, and
+//     400 InvalidRequestContentException for a body that is not JSON, 413 RequestTooLargeException for an event over MaxEventBytes, and
 //     403 for a request not signed with Signature Version 4 for the
 //     service "lambda"; these errors are JSON with X-Amzn-ErrorType, as
 //     Lambda's.
@@ -98,6 +98,10 @@ func (s *InvokeServer) handleInvoke(w http.ResponseWriter, req *http.Request) {
 	if len(event) > MaxEventBytes {
 		writeAWSError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException",
 			"Request must be smaller than 6291456 bytes for the InvokeFunction operation")
+		return
+	}
+	if !json.Valid(event) {
+		writeAWSError(w, http.StatusBadRequest, "InvalidRequestContentException", "Could not parse request body into json")
 		return
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), s.Timeout)

@@ -17,8 +17,8 @@ import (
 
 // TestInvokeServer drives hello through the InvokeServer with the AWS
 // SDK's own Lambda client, as a program calling Lambda would: an answer,
-// a function error, a process that exits, a name nobody serves, and a
-// request that is not signed.
+// a function error, a process that exits, a name nobody serves, a body
+// that is not JSON, and a request that is not signed.
 func TestInvokeServer(t *testing.T) {
 	bin := lambdatest.Build(t, lambdatest.Hello)
 	srv := lambdatest.ServeInvoke(t, map[string]*lambdatest.Runtime{
@@ -79,6 +79,13 @@ func TestInvokeServer(t *testing.T) {
 		var nf *types.ResourceNotFoundException
 		if !errors.As(err, &nf) {
 			t.Errorf("got %v, want a ResourceNotFoundException", err)
+		}
+	})
+	t.Run("NotJSON", func(t *testing.T) {
+		_, err := invoke("hello-1", `not json`)
+		var bad *types.InvalidRequestContentException
+		if !errors.As(err, &bad) {
+			t.Errorf("got %v, want an InvalidRequestContentException", err)
 		}
 	})
 	t.Run("Unsigned", func(t *testing.T) {
