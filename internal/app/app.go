@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
-		if dbURL, err = DatabaseURLFromSecret(s); err != nil {
+		if dbURL, err = DatabaseURLFromSecret(s, cfg.DBEndpoint); err != nil {
 			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
 		var v rdsSecret
