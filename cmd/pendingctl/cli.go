@@ -39,7 +39,7 @@ For workspace owners and the platform (talk to the HTTP API):
   ls        list a workspace's pending files
   pull      download pending files into a folder, verify them, ack them
 
-For operators (talk to the database):
+For operators (talk to the database; token also to a stack, --stack):
   migrate   apply or revert the schema, or show its version
   token     create, list or revoke workspace tokens
   sweep     delete acked and expired uploads now, once

@@ -32,10 +32,14 @@ type App struct {
 	// never log it.
 	DatabaseURL string
 	Pool        *pgxpool.Pool
-	Store       *pendinguploads.Store
-	API         *httpapi.API // nil when no admin token is configured (sweep, migrate)
-	Logger      *slog.Logger
-	Metrics     *metrics.Emitter
+	// DB is what the store and the token look-ups query through: the
+	// pool, or with DB_SECRET_ARN the pool that re-reads the password
+	// after a rotation. Token administration (internal/admin) uses it too.
+	DB      auth.DB
+	Store   *pendinguploads.Store
+	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)
+	Logger  *slog.Logger
+	Metrics *metrics.Emitter
 }
 
 // Options are the process-level pieces New does not read from Config.
@@ -166,6 +170,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
 	}
+	a.DB = db
 	tokens := auth.NewTokens(db)
 	tokens.Logger = log
 	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))

@@ -11,7 +11,8 @@
 //	apptest     the whole service (config, pool, store, API) in a test,
 //	            served on loopback, with tokens and helpers to read its state
 //	lambdatest  a function built as Lambda builds it, driven through a
-//	            Runtime API of its own (hello: its hello-world baseline)
+//	            Runtime API of its own (hello: its hello-world baseline),
+//	            and Lambda's Invoke API in front of it (ServeInvoke)
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
 //
