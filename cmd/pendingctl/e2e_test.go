@@ -493,7 +493,22 @@ func TestHelpAndUsage(t *testing.T) {
 	expect(t, cli(t, nil, "token", "create", "--help"), 0, "token create --help")
 	expect(t, cli(t, nil), 2, "no command")
 	expect(t, cli(t, nil, "frobnicate"), 2, "unknown command")
-	expect(t, cli(t, nil, "ls", "--bogus"), 2, "unknown flag")
+	for _, c := range commands() {
+		// A flag no command takes (version --json included) is a usage
+		// error, exit 2, whatever the command; token's subcommands parse
+		// their own flags.
+		args := []string{c.name, "--json-please"}
+		if c.name == "token" {
+			args = []string{"token", "list", "--json-please"}
+		}
+		r := cli(t, nil, args...)
+		expect(t, r, 2, strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "flag provided but not defined") {
+			t.Errorf("%s: stderr %q, want the flag named", strings.Join(args, " "), r.stderr)
+		}
+	}
+	expect(t, cli(t, nil, "version", "--json"), 2, "version --json")
+	expect(t, cli(t, nil, "version", "extra"), 2, "version extra")
 	expect(t, cli(t, map[string]string{"PENDINGUPLOADS_API": "http://x"}, "ls", "--workspace", uuid.NewString()), 2, "no token")
 	expect(t, cli(t, map[string]string{"PENDINGUPLOADS_TOKEN": "t"}, "ls", "--workspace", "nope", "--api", "http://x"), 2, "bad workspace")
 	expect(t, cli(t, nil, "pull", "--once", "--interval", "5s", "--dir", "d"), 2, "--once with --interval")

@@ -22,10 +22,11 @@ Exit codes:
 
 func runVersion(_ context.Context, e env, args []string) error {
 	fs := newFlags("version")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	if len(rest) > 0 {
 		return usagef("version takes no arguments")
 	}
 	bi, ok := debug.ReadBuildInfo()
