@@ -49,7 +49,8 @@ For operators (talk to the database; token also to a stack, --stack):
 API commands read the server's URL from --api or PENDINGUPLOADS_API, and the
 token from --token-file, --token or PENDINGUPLOADS_TOKEN (prefer the
 environment or a file: a --token flag shows up in the process list). The
-token is never printed. Database commands read DATABASE_URL (or
+token is never printed. The workspace comes from --workspace or
+PENDINGUPLOADS_WORKSPACE (for token create and revoke too). Database commands read DATABASE_URL (or
 DB_SECRET_ARN), and CONTENT_BUCKET for sweep, like the service does;
 make run prints the export lines of its own Postgres and workspace.
 

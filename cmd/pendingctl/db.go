@@ -74,7 +74,9 @@ database is needed, only lambda:InvokeFunction on the function (and
 cloudformation:DescribeStacks on the stack, for --stack).
 
 Flags:
-  --workspace W      the workspace's UUID
+  --workspace W      the workspace's UUID (create, revoke: default
+                     $PENDINGUPLOADS_WORKSPACE; list: every workspace's
+                     tokens without the flag, whatever the variable says)
   --json             print JSON (create: {"token","id","prefix",
                      "workspace_id","created_at"}; list: an array;
                      revoke: {"revoked":n})

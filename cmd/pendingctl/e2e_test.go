@@ -491,6 +491,22 @@ func TestHelpAndUsage(t *testing.T) {
 		}
 	}
 	expect(t, cli(t, nil, "token", "create", "--help"), 0, "token create --help")
+	// Every command that falls back to PENDINGUPLOADS_WORKSPACE for
+	// --workspace says so in its help.
+	ws := uuid.NewString()
+	for _, c := range commands() {
+		if !strings.Contains(c.usage, "--workspace") {
+			continue
+		}
+		if !strings.Contains(c.usage, "$PENDINGUPLOADS_WORKSPACE") {
+			t.Errorf("%s --help: --workspace falls back to PENDINGUPLOADS_WORKSPACE, the help does not say so", c.name)
+		}
+	}
+	// token create takes the variable: it gets past the workspace to the
+	// missing database.
+	if r := cli(t, map[string]string{"PENDINGUPLOADS_WORKSPACE": ws}, "token", "create"); r.code != 2 || !strings.Contains(r.stderr, "no database") {
+		t.Errorf("token create with PENDINGUPLOADS_WORKSPACE: exit %d, stderr %q; want the missing database", r.code, r.stderr)
+	}
 	expect(t, cli(t, nil), 2, "no command")
 	expect(t, cli(t, nil, "frobnicate"), 2, "unknown command")
 	for _, c := range commands() {
