@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -51,7 +50,9 @@ type UploadFile struct {
 }
 
 // FileFromPath describes the regular file at path: its base name, its
-// size, and a MIME type guessed from the extension.
+// size, and a MIME type guessed from its name, and from its first bytes
+// where the name says nothing or misleads (go.mod, go.sum and a text
+// file without an extension are text/plain).
 func FileFromPath(path string) (UploadFile, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -60,7 +61,7 @@ func FileFromPath(path string) (UploadFile, error) {
 	if !fi.Mode().IsRegular() {
 		return UploadFile{}, fmt.Errorf("%s: not a regular file", path)
 	}
-	mt := mime.TypeByExtension(filepath.Ext(path))
+	mt := typeOfFile(path)
 	return UploadFile{
 		Name:     filepath.Base(path),
 		MimeType: mt,

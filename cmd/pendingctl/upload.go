@@ -37,7 +37,9 @@ longer has (an hour after it began, or aborted), starts over, and says so.
 
 Flags:
   --workspace W      the workspace's UUID (default: $PENDINGUPLOADS_WORKSPACE)
-  --mime TYPE        the MIME type of every file (default: from the extension)
+  --mime TYPE        the MIME type of every file (default: from the name,
+                     and from the first bytes where the name says nothing
+                     or misleads: go.mod, go.sum, a Makefile are text/plain)
   --parts N          parts of one file sent at once (default 4)
   --state DIR        where interrupted uploads are recorded (default: the
                      user's cache folder: ~/.cache/pendingctl/uploads on
