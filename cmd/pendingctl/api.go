@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -66,9 +67,11 @@ one JSON object per round: {"listed","delivered":[{"file_id","name",
 round began, "remaining" how many of them are still pending after it
 (failed, or not reached).
 
-Exit codes: 0 files delivered (or --interval stopped by a signal), 3 nothing
-was pending (--once), 1 a file failed (the others were still delivered),
-2 usage error.
+Exit codes: 0 files delivered (or --interval stopped by a signal between
+downloads), 3 nothing was pending (--once), 1 a file failed (the others
+were still delivered) or a signal (Ctrl-C) interrupted the pull (files
+pulled before it are kept; run the same command again: a download cut
+short resumes where it stopped), 2 usage error.
 
 Example:
   pendingctl pull --workspace 6f1c2d3e-0000-4000-8000-000000000001 --dir ~/inbox --interval 5s
@@ -158,15 +161,23 @@ func runPull(ctx context.Context, e env, args []string) error {
 			return newBar(e.stderr, "↓ "+f.Name, f.Size)
 		}
 	}
-	round := func() (inbox.Result, error) {
-		ctx, cancel := context.WithTimeout(ctx, af.timeout)
+	// round pulls once; cut says a signal stopped it before it was done.
+	round := func() (res inbox.Result, cut bool, err error) {
+		rctx, cancel := context.WithTimeout(ctx, af.timeout)
 		defer cancel()
-		res, err := p.Pull(ctx)
-		report(e, af.json, res, err)
-		return res, err
+		res, err = p.Pull(rctx)
+		cut = err != nil && ctx.Err() != nil
+		if cut {
+			res.Errors = slices.DeleteFunc(res.Errors, func(fe *inbox.FileError) bool { return interruption(ctx, fe.Err) })
+		}
+		report(e, af.json, res, err, cut)
+		return res, cut, err
 	}
 	if *interval == 0 {
-		res, err := round()
+		res, cut, err := round()
+		if cut {
+			return interrupted(e)
+		}
 		if err != nil {
 			if len(res.Errors) > 0 {
 				return errReported
@@ -184,7 +195,12 @@ func runPull(ctx context.Context, e env, args []string) error {
 	t := time.NewTicker(*interval)
 	defer t.Stop()
 	for {
-		_, err := round()
+		res, cut, err := round()
+		if cut && (res.Listed > 0 || len(res.Delivered) > 0) {
+			// A signal while idle, or while listing, is the way to stop
+			// --interval; one that cuts a delivery short is not.
+			return interrupted(e)
+		}
 		if err != nil && ctx.Err() == nil {
 			if client.IsUnauthorized(err) || errors.Is(err, inbox.ErrLocked) {
 				return err
@@ -199,8 +215,22 @@ func runPull(ctx context.Context, e env, args []string) error {
 	}
 }
 
-// report prints one pull round.
-func report(e env, asJSON bool, res inbox.Result, err error) {
+// interruption reports whether err is only the end of ctx, the
+// command's (a signal: Ctrl-C, SIGTERM).
+func interruption(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(ctx)))
+}
+
+// interrupted tells the user what a pull cut short by a signal left and
+// what to do, as upload does: exit 1.
+func interrupted(e env) error {
+	fmt.Fprintln(e.stderr, "pendingctl pull: interrupted; files already pulled are kept, and a download cut short resumes: run the same command again")
+	return errReported
+}
+
+// report prints one pull round; cut says a signal stopped it (its own
+// error is then not a failure to report).
+func report(e env, asJSON bool, res inbox.Result, err error, cut bool) {
 	if asJSON {
 		type ferr struct {
 			FileID string `json:"file_id"`
@@ -211,7 +241,10 @@ func report(e env, asJSON bool, res inbox.Result, err error) {
 		for _, fe := range res.Errors {
 			errs = append(errs, ferr{fe.FileID.String(), fe.Name, explain(fe.Err)})
 		}
-		if err != nil && len(res.Errors) == 0 {
+		switch {
+		case cut:
+			errs = append(errs, ferr{Error: "interrupted"})
+		case err != nil && len(res.Errors) == 0:
 			errs = append(errs, ferr{Error: explain(err)})
 		}
 		_ = writeJSON(e.stdout, map[string]any{"listed": res.Listed, "delivered": res.Delivered, "skipped": res.Skipped,
