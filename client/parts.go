@@ -281,8 +281,8 @@ func (c *Client) ResumePresign(ctx context.Context, ws, uploadID uuid.UUID) (Pre
 
 // ResumeUpload finishes the upload in parts uploadID of ws, whose bytes
 // are f (the same file that was presigned: same size, same bytes): it
-// asks which parts the bucket holds, sends only the others (as
-// PutPresigned does), and commits. An upload committed already (its
+// asks which parts the bucket holds (and tells f.OnPresigned), sends only
+// the others (as PutPresigned does), and commits. An upload committed already (its
 // commit's answer lost, or a process that died before it recorded the
 // answer) is answered with the file that commit stored. An upload the
 // server no longer has is an error wrapping ErrUploadGone (and the 404).
@@ -302,6 +302,11 @@ func (c *Client) ResumeUpload(ctx context.Context, ws, uploadID uuid.UUID, f Upl
 		return StagedFile{}, fmt.Errorf("resume %s: %w (%w)", f.Name, ErrUploadGone, err)
 	case err != nil:
 		return StagedFile{}, err
+	}
+	if f.OnPresigned != nil {
+		if err := f.OnPresigned(p); err != nil {
+			return StagedFile{}, fmt.Errorf("resume %s: %w", f.Name, err)
+		}
 	}
 	if err := c.PutPresigned(ctx, p, f); err != nil {
 		return StagedFile{}, err

@@ -163,10 +163,26 @@ func TestResumeUpload(t *testing.T) {
 	}
 	proxy.Reset()
 	var sent atomic.Int64
-	f.Progress = func(n int64) { sent.Store(n) }
+	var firstReport atomic.Int64
+	firstReport.Store(-1)
+	f.Progress = func(n int64) { firstReport.CompareAndSwap(-1, n); sent.Store(n) }
+	var plan *client.PartPlan
+	f.OnPresigned = func(p client.PresignedUpload) error {
+		if p.UploadID != id || sent.Load() != 0 {
+			t.Errorf("OnPresigned: upload %s with %d bytes sent, want %s before any", p.UploadID, sent.Load(), id)
+		}
+		plan = p.Multipart
+		return nil
+	}
 	staged, err := c.ResumeUpload(ctxT(t), ws, id, f)
 	if err != nil {
 		t.Fatalf("resume: %v", err)
+	}
+	if plan == nil || len(plan.Received) != 2 || plan.PartCount != 5 {
+		t.Errorf("OnPresigned on resume: plan %+v, want 2 of 5 parts received", plan)
+	}
+	if got, want := firstReport.Load(), int64(2*5*mib); got != want {
+		t.Errorf("progress: first report %d, want %d (the 2 parts held)", got, want)
 	}
 	second := proxy.Parts()
 	for n := 1; n <= 5; n++ {

@@ -44,8 +44,10 @@ type UploadFile struct {
 	// OnPresigned, if set, is called with the file's presigned upload
 	// once the server has made it, before any of its bytes are sent:
 	// what a caller that wants to resume after a crash records (the
-	// UploadID of an upload in parts, for ResumeUpload). An error stops
-	// the upload there, before any PUT.
+	// UploadID of an upload in parts, for ResumeUpload). ResumeUpload
+	// calls it too, with the renewed plan, whose Multipart.Received lists
+	// the parts the bucket holds already. An error stops the upload
+	// there, before any PUT.
 	OnPresigned func(PresignedUpload) error
 }
 

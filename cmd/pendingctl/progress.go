@@ -43,16 +43,21 @@ type bar struct {
 	label string
 	total int64
 	n     int64
+	base  int64 // bytes done before the bar began (not in its rate)
 	start time.Time
 	last  time.Time
 	done  bool
 }
 
-func newBar(w io.Writer, label string, total int64) *bar {
+func newBar(w io.Writer, label string, total int64) *bar { return newBarAt(w, label, total, 0) }
+
+// newBarAt is a bar that starts at done bytes (a resumed transfer's):
+// it is drawn there, and its rate counts only the bytes after them.
+func newBarAt(w io.Writer, label string, total, done int64) *bar {
 	if len(label) > 28 {
 		label = label[:27] + "…"
 	}
-	b := &bar{w: w, label: label, total: total, start: time.Now()}
+	b := &bar{w: w, label: label, total: total, n: done, base: done, start: time.Now()}
 	b.draw()
 	return b
 }
@@ -105,7 +110,7 @@ func (b *bar) draw() {
 	fill := int(frac * width)
 	rate := ""
 	if el := time.Since(b.start).Seconds(); el > 0.2 {
-		rate = humanBytes(int64(float64(b.n)/el)) + "/s"
+		rate = humanBytes(int64(float64(max(b.n-b.base, 0))/el)) + "/s"
 	}
 	fmt.Fprintf(b.w, "\r%-28s [%s%s] %3.0f%% %s / %s %s\x1b[K", b.label,
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,

@@ -177,6 +177,9 @@ func TestUploadKilledResumes(t *testing.T) {
 	if !strings.Contains(r.stderr, "resuming the interrupted upload of "+paths[0]) || strings.Count(r.stdout, "staged ") != 1 {
 		t.Errorf("rerun: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
+	if want := fmt.Sprintf("%d of %d parts of %s (40.0 MiB of 100.0 MiB) are in the bucket already; sending the other %d", done, parts, paths[0], parts-done); !strings.Contains(r.stderr, want) {
+		t.Errorf("rerun: stderr %q, want %q", r.stderr, want)
+	}
 	wantParts(t, first, proxy.Parts(), parts, done)
 	if n := rows(t, srv, ws); n != 1 {
 		t.Fatalf("rows: %d, want 1", n)
@@ -223,7 +226,11 @@ func TestUploadInterrupted(t *testing.T) {
 		first := proxy.Parts()
 		readState(t, dir)
 		proxy.Reset()
-		expect(t, exe(t, vars, args...), 0, "upload again")
+		r = exe(t, vars, args...)
+		expect(t, r, 0, "upload again")
+		if want := "2 of 5 parts of " + path + " (10.0 MiB of 21.0 MiB) are in the bucket already; sending the other 3"; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr of the resumed run: got %q, want %q", r.stderr, want)
+		}
 		wantParts(t, first, proxy.Parts(), parts, 2)
 		if n := rows(t, srv, ws); n != 1 {
 			t.Fatalf("rows: %d, want 1", n)

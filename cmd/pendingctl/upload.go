@@ -180,6 +180,10 @@ func (u *uploadRun) item(path, mimeType string, bars bool) (*uploadItem, error) 
 		cancel()
 	}
 	it.f.OnPresigned = func(p client.PresignedUpload) error {
+		if it.prev != nil {
+			u.resumed(it, p)
+			return nil
+		}
 		u.record(it, p)
 		return nil
 	}
@@ -207,6 +211,22 @@ func (u *uploadRun) record(it *uploadItem, p client.PresignedUpload) {
 		return
 	}
 	it.recorded = true
+}
+
+// resumed tells what the bucket holds of it's interrupted upload, as the
+// resume found it: the parts already there are not sent again, and its
+// bar starts at their bytes.
+func (u *uploadRun) resumed(it *uploadItem, p client.PresignedUpload) {
+	if p.Multipart == nil {
+		return
+	}
+	var held int64
+	for _, r := range p.Multipart.Received {
+		held += r.Size
+	}
+	fmt.Fprintf(u.e.stderr, "pendingctl upload: %d of %d parts of %s (%s of %s) are in the bucket already; sending the other %d\n",
+		len(p.Multipart.Received), p.Multipart.PartCount, it.path, humanBytes(held), humanBytes(it.f.Size),
+		p.Multipart.PartCount-len(p.Multipart.Received))
 }
 
 // run resumes the interrupted uploads, then uploads the other files.
@@ -292,8 +312,10 @@ func (u *uploadRun) failed(err error) error {
 	return errReported
 }
 
-// lazyBar is a file's progress bar, drawn from the first byte sent (not
-// while the file is hashed).
+// lazyBar is a file's progress bar, drawn from the first count the
+// client reports (not while the file is hashed): the first byte sent, or,
+// for a resumed upload, the bytes of the parts the bucket holds already,
+// where the bar then starts.
 type lazyBar struct {
 	w     io.Writer
 	label string
@@ -306,7 +328,8 @@ func (l *lazyBar) set(n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.b == nil {
-		l.b = newBar(l.w, l.label, l.total)
+		l.b = newBarAt(l.w, l.label, l.total, n)
+		return
 	}
 	l.b.set(n)
 }
