@@ -490,7 +490,7 @@ func (s *smoke) cleanup(ctx context.Context) (string, error) {
 		case err == nil:
 			done = append(done, "aborted upload "+id.String())
 		case client.IsNotFound(err):
-			// Nothing left to abort.
+			done = append(done, "upload "+id.String()+" was gone already")
 		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
 			staged, cerr := s.c.Commit(ctx, s.ws, []uuid.UUID{id})
 			if cerr != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -344,4 +345,23 @@ func TestSmokeFunctionBinaries(t *testing.T) {
 	expect(t, r, 0, "smoke through the function binaries")
 	wantTable(t, table(t, r.stdout), everyStep, nil)
 	wantClean(t, srv, ws, 2)
+}
+
+// TestSmokeInterrupted: Ctrl-C (SIGINT to the binary) while the resume
+// sends its part ends the run at resume, interrupted, exit 1, and the
+// clean-up still runs: the upload begun is aborted, the small file acked.
+func TestSmokeInterrupted(t *testing.T) {
+	srv, proxy := partsServer(t, smokeParts)
+	ws := uuid.New()
+	r := stopMidway(t, proxy, smokeVars(srv.URL, ws, srv.WorkspaceToken(t, ws)), 1, os.Interrupt, "smoke")
+	t.Logf("smoke:\n%s%s", r.stdout, r.stderr)
+	expect(t, r, 1, "smoke interrupted")
+	if want := `pendingctl smoke: step "resume" failed: interrupted: `; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr: got %q, want %q", r.stderr, want)
+	}
+	rows := table(t, r.stdout)
+	if last := rows[len(rows)-1]; last.step != stepCleanup || last.result != "Ok" || !strings.Contains(last.detail, "aborted upload ") {
+		t.Errorf("last row: got %+v, want a clean-up that aborted the upload", last)
+	}
+	wantClean(t, srv, ws, 1)
 }
