@@ -201,7 +201,7 @@ func sourceIP(r *http.Request) string {
 // base64 when flagged; a streamed answer's prelude, then its body.
 func writeResult(w http.ResponseWriter, res lambdatest.Result) error {
 	var resp events.APIGatewayProxyResponse
-	body := res.Payload
+	var body []byte
 	if res.Streamed {
 		prelude, b, err := lambdatest.SplitStreamed(res.Payload)
 		if err != nil {
