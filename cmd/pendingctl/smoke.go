@@ -438,7 +438,12 @@ func (s *smoke) resume(ctx context.Context) (string, error) {
 	if len(progress) == 0 || progress[0] != part1 {
 		return "", fmt.Errorf("the resume did not start from part 1 held in the bucket (%s): its first progress was %v bytes", humanBytes(part1), firstOr(progress))
 	}
-	return fmt.Sprintf("the bucket held part 1; sent the other %s and committed as %s", humanBytes(f.Size-part1), staged.FileID), nil
+	rest := s.partsUpload.Multipart.PartCount - 1
+	parts := "part"
+	if rest > 1 {
+		parts = "parts"
+	}
+	return fmt.Sprintf("the bucket held part 1; sent the other %d %s (%s) and committed as %s", rest, parts, humanBytes(f.Size-part1), staged.FileID), nil
 }
 
 func firstOr(p []int64) any {

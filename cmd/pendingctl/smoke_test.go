@@ -131,7 +131,7 @@ func TestSmokeDevServer(t *testing.T) {
 	for step, want := range map[string]string{
 		stepLimits:       "presign, parts of 5.0 MiB above 5.0 MiB",
 		stepParts:        "in 2 parts of 5.0 MiB as upload ",
-		stepResume:       "the bucket held part 1; sent the other 1 B and committed as ",
+		stepResume:       "the bucket held part 1; sent the other 1 part (1 B) and committed as ",
 		stepContent:      "4.0 KiB byte for byte (SHA-256 ",
 		stepPartsContent: "5.0 MiB byte for byte (SHA-256 ",
 		stepAck:          "2 files acked",
