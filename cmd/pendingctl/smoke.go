@@ -110,17 +110,19 @@ func runSmoke(ctx context.Context, e env, args []string) error {
 			err = werr
 		}
 	}
-	var se *stepError
+	failed := false
+	for _, err := range []error{err, cleanupErr} {
+		var se *stepError
+		if errors.As(err, &se) {
+			fmt.Fprintf(e.stderr, "pendingctl smoke: step %q failed: %s\n", se.step, se.msg)
+			failed = true
+		}
+	}
 	switch {
-	case errors.As(err, &se):
-		fmt.Fprintf(e.stderr, "pendingctl smoke: step %q failed: %s\n", se.step, se.msg)
+	case failed:
 		return errReported
 	case err != nil:
 		return err
-	case cleanupErr != nil:
-		errors.As(cleanupErr, &se)
-		fmt.Fprintf(e.stderr, "pendingctl smoke: step %q failed: %s\n", se.step, se.msg)
-		return errReported
 	}
 	if !af.json {
 		fmt.Fprintf(e.stdout, "all steps passed in %s\n", roundDuration(time.Since(began)))

@@ -365,3 +365,35 @@ func TestSmokeInterrupted(t *testing.T) {
 	}
 	wantClean(t, srv, ws, 1)
 }
+
+// TestSmokeCleanupFails: acks that fail fail the ack step and then the
+// clean-up, both named on stderr, the clean-up naming the file it left.
+func TestSmokeCleanupFails(t *testing.T) {
+	srv := apptest.NewServer(t, apptest.Options{})
+	api := hookProxy(t, srv.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, "/ack") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error":"storage error"}` + "\n"))
+			return true
+		}
+		return false
+	})
+	ws := uuid.New()
+	r := cli(t, smokeVars(api, ws, srv.WorkspaceToken(t, ws)), "smoke")
+	expect(t, r, 1, "smoke with acks refused")
+	wantTable(t, table(t, r.stdout), []string{stepLimits, stepUpload, stepList, stepContent, stepParts, stepAck, stepCleanup},
+		map[string]string{stepParts: "Skipped", stepAck: "Fail", stepCleanup: "Fail"})
+	var id string
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT file_id::text FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL`, ws).Scan(&id); err != nil {
+		t.Fatalf("the file left unacked: %v", err)
+	}
+	for _, want := range []string{
+		`pendingctl smoke: step "ack" failed: ack ` + id + `: 500 storage error`,
+		`pendingctl smoke: step "cleanup" failed: could not clean up file ` + id + ` (ack ` + id + `: 500 storage error; it stays pending until it expires)`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr: got %q, want %q", r.stderr, want)
+		}
+	}
+}

@@ -16,7 +16,8 @@
 // function that fails, a 504 past the 29 s integration timeout, a 413 for
 // a request over 10 MB. What it does not: authorizers, throttling,
 // custom domains, CORS preflights, concurrency (one process per
-// function: its invocations wait in turn).
+// function: its invocations wait in turn), and a new process for a
+// function that exited (its later requests answer 502).
 package gatewaytest
 
 import (
