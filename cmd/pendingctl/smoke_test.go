@@ -331,7 +331,8 @@ func TestSmokeUsage(t *testing.T) {
 // TestSmokeFunctionBinaries: pendingctl smoke against the real function
 // binaries, each behind the route httpapi.Routes gives it, through a
 // loopback API Gateway (gatewaytest), over Postgres and a bucket on moto:
-// every step passes, as it must on AWS.
+// another workspace's token fails at upload, by name; the workspace's
+// own passes every step, as it must on AWS.
 func TestSmokeFunctionBinaries(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	env := append([]string{"DATABASE_URL=" + srv.DatabaseURL, "ADMIN_TOKEN=" + srv.AdminToken, "CONTENT_BUCKET=" + srv.Bucket}, srv.S3.Env()...)
@@ -340,6 +341,14 @@ func TestSmokeFunctionBinaries(t *testing.T) {
 	}
 	gw := gatewaytest.Start(t, env)
 	ws := uuid.New()
+	t.Run("WrongToken", func(t *testing.T) {
+		r := cli(t, smokeVars(gw.URL, ws, srv.WorkspaceToken(t, uuid.New())), "smoke")
+		expect(t, r, 1, "smoke through the function binaries with another workspace's token")
+		wantTable(t, table(t, r.stdout), []string{stepLimits, stepUpload, stepCleanup}, map[string]string{stepUpload: "Fail"})
+		if want := `pendingctl smoke: step "upload" failed: the server refused the token (401`; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr: got %q, want %q", r.stderr, want)
+		}
+	})
 	r := cli(t, smokeVars(gw.URL, ws, srv.WorkspaceToken(t, ws)), "smoke")
 	t.Logf("smoke through the functions:\n%s%s", r.stdout, r.stderr)
 	expect(t, r, 0, "smoke through the function binaries")
