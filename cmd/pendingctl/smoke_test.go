@@ -21,8 +21,11 @@ import (
 )
 
 // smokeParts are the settings under which smoke's file in parts is small:
-// 5 MiB and one byte, in two parts.
-var smokeParts = map[string]string{"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 << 20), "MULTIPART_PART_BYTES": fmt.Sprint(5 << 20)}
+// 5 MiB and one byte, in two parts. A new map each time: partsServer
+// adds its proxy's S3_ENDPOINT to the one it is given.
+func smokeParts() map[string]string {
+	return map[string]string{"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 << 20), "MULTIPART_PART_BYTES": fmt.Sprint(5 << 20)}
+}
 
 // everyStep is the table of a smoke run that passed, on a server that
 // takes files in parts.
@@ -117,7 +120,7 @@ func wantClean(t *testing.T, srv *apptest.Server, ws uuid.UUID, staged int) {
 // parts sends part 1, stops, and the resume sends only part 2; both files
 // are acked; the table and --json say so, without the token.
 func TestSmokeDevServer(t *testing.T) {
-	srv, proxy := partsServer(t, smokeParts)
+	srv, proxy := partsServer(t, smokeParts())
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
 
@@ -236,7 +239,7 @@ func hookProxy(t *testing.T, target string, hook func(http.ResponseWriter, *http
 // function that does not serve it: resume), a list that never answers
 // (--step-timeout: list).
 func TestSmokeFailureCleansUp(t *testing.T) {
-	srv, _ := partsServer(t, smokeParts)
+	srv, _ := partsServer(t, smokeParts())
 	resumeRoute := regexp.MustCompile(`/chat/uploads/presign/[^/]+$`)
 	for _, tc := range []struct {
 		name   string
@@ -336,7 +339,7 @@ func TestSmokeUsage(t *testing.T) {
 func TestSmokeFunctionBinaries(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	env := append([]string{"DATABASE_URL=" + srv.DatabaseURL, "ADMIN_TOKEN=" + srv.AdminToken, "CONTENT_BUCKET=" + srv.Bucket}, srv.S3.Env()...)
-	for k, v := range smokeParts {
+	for k, v := range smokeParts() {
 		env = append(env, k+"="+v)
 	}
 	gw := gatewaytest.Start(t, env)
@@ -360,7 +363,7 @@ func TestSmokeFunctionBinaries(t *testing.T) {
 // sends its part ends the run at resume, interrupted, exit 1, and the
 // clean-up still runs: the upload begun is aborted, the small file acked.
 func TestSmokeInterrupted(t *testing.T) {
-	srv, proxy := partsServer(t, smokeParts)
+	srv, proxy := partsServer(t, smokeParts())
 	ws := uuid.New()
 	r := stopMidway(t, proxy, smokeVars(srv.URL, ws, srv.WorkspaceToken(t, ws)), 1, os.Interrupt, "smoke")
 	t.Logf("smoke:\n%s%s", r.stdout, r.stderr)
