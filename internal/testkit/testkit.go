@@ -13,6 +13,9 @@
 //	lambdatest  a function built as Lambda builds it, driven through a
 //	            Runtime API of its own (hello: its hello-world baseline),
 //	            and Lambda's Invoke API in front of it (ServeInvoke)
+//	gatewaytest a loopback REST API Gateway in front of every function
+//	            binary, each route invoking the function httpapi.Routes
+//	            names: clients run against the binaries as against AWS
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
 //
