@@ -6,12 +6,13 @@ PKGS := ./...
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run run-s3 test tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
+.PHONY: help run run-s3 test check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
 	@echo "make run-s3  the same in the production shape: large files in a local S3 (moto) it starts, with the bucket made"
 	@echo "make test    every test and check: go mod tidy -diff, goimports, go vet, staticcheck, cfn-lint, go test -race"
+	@echo "make tools   install the Debian packages the tests need (make test only names them, unless CI=true or INSTALL=1)"
 	@echo "make build   every Lambda function as Lambda builds it, into bin/<fn>/bootstrap"
 	@echo "make bench   benchmarks with their baselines and a report"
 	@echo "make fuzz    each fuzz target for FUZZTIME (default 30s)"
@@ -25,10 +26,16 @@ run:
 run-s3:
 	LOCAL_S3=1 $(GO) run ./cmd/devserver
 
-test: tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
+test: check-tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
+
+# check-tools: the machine has what the tests run on; a missing Debian
+# package stops make test with the apt-get line to run, and is installed
+# only when asked: INSTALL=1, or CI=true (.ci/run). tools installs.
+check-tools:
+	@./scripts/ensure-tools.sh
 
 tools:
-	@./scripts/ensure-tools.sh
+	@INSTALL=1 ./scripts/ensure-tools.sh
 
 # The Go linters, pinned, built into .tools/bin (not the module's
 # dependencies: nothing of them reaches a function's binary).

@@ -1,37 +1,61 @@
 #!/usr/bin/env bash
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
-# server binaries and python3-httpx (installed from Debian's packages when
-# missing), moto and cfn-lint (part of the machine image; pip cannot reach
-# PyPI here, so a missing one is reported, not installed), and what the
-# browser test uses (Chromium, node, playwright-core). Prints what it uses.
+# server binaries, python3-httpx, Chromium, node and npm (Debian packages),
+# moto and cfn-lint (pip), and playwright-core (npm ci in clients/js, never
+# a browser download). Prints what it uses.
+#
+# It installs Debian packages only when asked: INSTALL=1 (make tools), or
+# CI=true (a fresh CI machine, .ci/run). Otherwise a missing package stops
+# it with the one apt-get line to run. moto and cfn-lint are reported, not
+# installed (pip cannot reach PyPI on every machine).
+#
+# PYTHON and CHROMIUM name the binaries it checks (default /usr/bin/python3
+# and /usr/bin/chromium: the ones the tests run).
 set -euo pipefail
+
+PYTHON="${PYTHON:-/usr/bin/python3}"
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 
 have_pg() {
   command -v initdb >/dev/null 2>&1 && return 0
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
 }
-
-if ! have_pg; then
-  echo "ensure-tools: PostgreSQL server binaries missing; installing from Debian's packages" >&2
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
-  # Debian starts a cluster of its own on install; the tests start theirs.
-  $SUDO service postgresql stop >/dev/null 2>&1 || true
-fi
-have_pg || { echo "ensure-tools: no initdb after install" >&2; exit 1; }
-
 # The content test that fetches as the platform's workspace runtime does
-# (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes): Debian's
-# python3-httpx, for /usr/bin/python3.
-have_httpx() { /usr/bin/python3 -c 'import httpx' >/dev/null 2>&1; }
-if ! have_httpx; then
-  echo "ensure-tools: python3-httpx missing; installing from Debian's packages" >&2
+# (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes).
+have_httpx() { "$PYTHON" -c 'import httpx' >/dev/null 2>&1; }
+
+# The Debian packages missing, in one list.
+pkgs=""
+have_pg || pkgs="$pkgs postgresql"
+have_httpx || pkgs="$pkgs python3-httpx"
+# The browser client's test (clients/js/browsertest): Debian's Chromium,
+# node and npm.
+[ -x "$CHROMIUM" ] || pkgs="$pkgs chromium"
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+pkgs="${pkgs# }"
+
+if [ -n "$pkgs" ]; then
+  if [ "${INSTALL:-}" != 1 ] && [ "${CI:-}" != true ]; then
+    echo "ensure-tools: missing Debian packages: $pkgs. Install them with:" >&2
+    echo "  sudo apt-get install -y $pkgs" >&2
+    echo "or let make do it: make tools (INSTALL=1 make test installs too)" >&2
+    exit 1
+  fi
+  echo "ensure-tools: installing Debian packages: $pkgs" >&2
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-httpx >/dev/null
+  # A failed install is told by the checks below.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $pkgs >/dev/null ||
+    echo "ensure-tools: apt-get install $pkgs failed" >&2
+  # Debian starts a cluster of its own on install; the tests start theirs.
+  case " $pkgs " in *" postgresql "*) $SUDO service postgresql stop >/dev/null 2>&1 || true ;; esac
 fi
-have_httpx || { echo "ensure-tools: /usr/bin/python3 cannot import httpx after install" >&2; exit 1; }
+have_pg || { echo "ensure-tools: no initdb (Debian package postgresql)" >&2; exit 1; }
+have_httpx || { echo "ensure-tools: $PYTHON cannot import httpx (Debian package python3-httpx)" >&2; exit 1; }
+# Without Chromium or node the browser test says what is missing (and
+# fails under CI=true): not fatal here.
+[ -x "$CHROMIUM" ] || echo "ensure-tools: no $CHROMIUM; the browser test will say so" >&2
 
 missing=0
 for tool in moto_server cfn-lint; do
@@ -42,20 +66,8 @@ for tool in moto_server cfn-lint; do
 done
 [ "$missing" -eq 0 ] || exit 1
 
-# The browser client's test (clients/js/browsertest): Debian's Chromium
-# (never a browser build downloaded by Playwright), node and npm, and
-# playwright-core as package-lock.json pins it. A failed install is
-# reported, not fatal: that test then says what is missing, and fails
-# under CI=true.
-if [ ! -x /usr/bin/chromium ] || ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "ensure-tools: chromium or node missing; installing from Debian's packages" >&2
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  pkgs="chromium"
-  command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
-  command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $pkgs >/dev/null; } ||
-    echo "ensure-tools: could not install $pkgs; the browser test will say so" >&2
-fi
+# playwright-core as package-lock.json pins it: the project's own
+# dependency, like the Go modules, not a system package.
 js="$(cd "$(dirname "$0")/.." && pwd)/clients/js"
 if [ ! -f "$js/node_modules/playwright-core/package.json" ] && command -v npm >/dev/null 2>&1; then
   echo "ensure-tools: npm ci in $js (playwright-core, no browser download)" >&2
@@ -63,7 +75,7 @@ if [ ! -f "$js/node_modules/playwright-core/package.json" ] && command -v npm >/
     echo "ensure-tools: npm ci in $js failed; the browser test will say so" >&2
 fi
 browser="no browser"
-[ -x /usr/bin/chromium ] && browser="$(/usr/bin/chromium --version 2>/dev/null | awk '{print $1, $2}')"
+[ -x "$CHROMIUM" ] && browser="$("$CHROMIUM" --version 2>/dev/null | awk '{print $1, $2}')"
 
 pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)
-echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), httpx $(/usr/bin/python3 -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"
+echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), httpx $("$PYTHON" -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"

@@ -11,5 +11,8 @@
 // and Rules as CloudFormation would (conditions_test.go) and hold each
 // shape to what it must create: every default deploys from zero (its own
 // network, database, secrets and bucket), and given a network and a
-// database it creates none of them. The package has tests only.
+// database it creates none of them. scripts/ensure-tools.sh, which make
+// test runs first, installs Debian packages only when asked (INSTALL=1,
+// CI=true) and otherwise names the apt-get line to run
+// (ensuretools_test.go). The package has tests only.
 package deploytest

@@ -1,0 +1,90 @@
+package deploytest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEnsureToolsInstallsOnlyWhenAsked: make test runs
+// scripts/ensure-tools.sh, which installs a missing Debian package only
+// under INSTALL=1 (make tools) or CI=true (.ci/run on a fresh machine);
+// otherwise it stops with the one apt-get line to run, and runs no
+// apt-get. Chromium is made missing (CHROMIUM names a path that does not
+// exist); apt-get and npm are stubs that record their calls.
+func TestEnsureToolsInstallsOnlyWhenAsked(t *testing.T) {
+	for _, tool := range []string{"moto_server", "cfn-lint"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH: ensure-tools stops there whatever it is asked", tool)
+		}
+	}
+	stubs := t.TempDir()
+	log := filepath.Join(stubs, "calls")
+	for _, name := range []string{"apt-get", "npm", "sudo", "service"} {
+		script := "#!/bin/sh\necho \"" + name + " $*\" >> " + log + "\n"
+		if name == "sudo" {
+			script += "exec \"$@\"\n"
+		}
+		if err := os.WriteFile(filepath.Join(stubs, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeChromium := filepath.Join(stubs, "chromium")
+	if err := os.WriteFile(fakeChromium, []byte("#!/bin/sh\necho Chromium 1.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, chromium string, vars ...string) (string, int, string) {
+		t.Helper()
+		os.Remove(log)
+		cmd := exec.Command(filepath.Join(root(t), "scripts", "ensure-tools.sh"))
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			if k != "CI" && k != "INSTALL" && k != "PATH" && k != "CHROMIUM" {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, "PATH="+stubs+string(os.PathListSeparator)+os.Getenv("PATH"), "CHROMIUM="+chromium)
+		cmd.Env = append(cmd.Env, vars...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		calls, _ := os.ReadFile(log)
+		return stderr.String(), code, string(calls)
+	}
+	missing := filepath.Join(stubs, "no-chromium")
+
+	t.Run("Asks", func(t *testing.T) {
+		stderr, code, calls := run(t, missing)
+		if code != 1 || !strings.Contains(stderr, "sudo apt-get install -y chromium") {
+			t.Errorf("exit %d, stderr %q; want 1 and the apt-get line", code, stderr)
+		}
+		if strings.Contains(calls, "apt-get") {
+			t.Errorf("apt-get ran unasked: %q", calls)
+		}
+	})
+	for _, v := range []string{"INSTALL=1", "CI=true"} {
+		t.Run(v, func(t *testing.T) {
+			stderr, code, calls := run(t, missing, v)
+			if code != 0 || !strings.Contains(calls, "apt-get install -y -qq chromium") {
+				t.Errorf("exit %d, apt-get calls %q, stderr %q; want 0 and chromium installed", code, calls, stderr)
+			}
+		})
+	}
+	t.Run("NothingMissing", func(t *testing.T) {
+		stderr, code, calls := run(t, fakeChromium)
+		if code != 0 || strings.Contains(calls, "apt-get") {
+			t.Errorf("exit %d, apt-get calls %q, stderr %q; want 0 and no apt-get", code, calls, stderr)
+		}
+	})
+}
