@@ -8,7 +8,7 @@
 // token, curl lines and the exports pendingctl needs. Ctrl-C stops
 // everything it started.
 //
-// Settings are the functions' (see README.md), plus PORT (default 8080),
+// Settings are the functions' (docs/operating.md), plus PORT (default 8080),
 // HOST, LOCAL_DIR (default .local: its Postgres, and the admin token and
 // workspace kept across runs), LOCAL_S3 and DEV_WORKSPACE_ID.
 package main

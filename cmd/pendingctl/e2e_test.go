@@ -243,7 +243,7 @@ func TestUploadTooLargeForServer(t *testing.T) {
 }
 
 // TestNewcomerMistakes: the mistakes of a first hour with pendingctl are
-// answered with what to do, and the exit codes of README's table.
+// answered with what to do, and the exit codes of docs/clients.md.
 func TestNewcomerMistakes(t *testing.T) {
 	t.Run("NoDatabaseURL", func(t *testing.T) {
 		for _, args := range [][]string{{"token", "create", "--workspace", uuid.NewString()}, {"migrate", "up"}, {"sweep"}} {

@@ -15,7 +15,7 @@ import (
 )
 
 // Config is every setting of the service: the environment variables of
-// README.md's Configuration table.
+// the Configuration table of docs/operating.md.
 type Config struct {
 	DatabaseURL string // DATABASE_URL
 	DBSecretARN string // DB_SECRET_ARN: Secrets Manager, RDS JSON shape

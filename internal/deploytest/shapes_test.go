@@ -12,7 +12,7 @@ import (
 )
 
 // besideThePlatform is the parameter set of a deploy into an existing
-// network and database (README, "Deploy beside the platform").
+// network and database (docs/deploy.md, "Deploy beside the platform").
 var besideThePlatform = map[string]string{
 	"SubnetIds":         "subnet-0a,subnet-0b",
 	"SecurityGroupIds":  "sg-0a",

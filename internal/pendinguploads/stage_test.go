@@ -263,7 +263,7 @@ func TestStageAfterItsDeadlineStoresNothing(t *testing.T) {
 }
 
 // TestStageInExecMode: behind RDS Proxy the pool runs in exec mode (no
-// named prepared statements, README); the stage's batch then goes
+// named prepared statements, docs/deploy.md); the stage's batch then goes
 // unprepared, with the same result.
 func TestStageInExecMode(t *testing.T) {
 	for _, mode := range []string{"exec", "simple_protocol"} {
