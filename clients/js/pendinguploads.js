@@ -227,6 +227,11 @@ function networkError(op, peer, cause) {
   return new PendingUploadsError(`${m} [${op}]`, { code: "network", cause });
 }
 
+// seconds names a duration for a person.
+function seconds(ms) {
+  return `${(ms / 1000).toFixed(ms < 10_000 && ms % 1000 !== 0 ? 1 : 0)} s`;
+}
+
 function timeoutError(op, what, cause) {
   return new PendingUploadsError(`${what}: the connection is too slow or has stopped [${op}]`, { code: "timeout", cause });
 }
@@ -280,7 +285,7 @@ async function request(op, url, { method = "GET", headers = {}, body, signal, ti
   } catch (err) {
     l.done();
     if (signal && signal.aborted) throw abortedError(op, signal);
-    if (l.timedOut()) throw timeoutError(op, `no answer within ${Math.round(timeoutMs / 1000)} s`, err);
+    if (l.timedOut()) throw timeoutError(op, `no answer within ${seconds(timeoutMs)}`, err);
     throw networkError(op, "service", err);
   }
   if (!resp.ok) {
@@ -379,11 +384,11 @@ function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, o
     };
     x.ontimeout = () => {
       cleanup();
-      reject(timeoutError(op, `not done within ${Math.round(timeoutMs / 1000)} s`));
+      reject(timeoutError(op, `not done within ${seconds(timeoutMs)}`));
     };
     x.onabort = () => {
       cleanup();
-      if (stalled && !(signal && signal.aborted)) reject(timeoutError(op, `no byte moved for ${Math.round(stallMs / 1000)} s`));
+      if (stalled && !(signal && signal.aborted)) reject(timeoutError(op, `no byte moved for ${seconds(stallMs)}`));
       else reject(abortedError(op, signal));
     };
     if (signal) signal.addEventListener("abort", onAbort, { once: true });
@@ -1334,7 +1339,7 @@ export async function downloadFile(api, token, workspaceId, fileId, { signal, he
     blob = await r.resp.blob();
   } catch (err) {
     if (signal && signal.aborted) throw abortedError(op, signal);
-    if (r.timedOut()) throw timeoutError(op, `not received within ${Math.round(DOWNLOAD_TIMEOUT_MS / 1000)} s`, err);
+    if (r.timedOut()) throw timeoutError(op, `not received within ${seconds(DOWNLOAD_TIMEOUT_MS)}`, err);
     throw new PendingUploadsError(`the download was cut off [${op}]`, { code: "network", cause: err });
   } finally {
     r.done();
