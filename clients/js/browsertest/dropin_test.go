@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -65,7 +66,10 @@ type bucketSide struct {
 	outage    map[uuid.UUID]bool
 	stalled   map[uuid.UUID]bool
 	resumed   map[uuid.UUID]bool
-	ws        map[uuid.UUID]*wsPuts
+	// received is, per workspace, the parts the service's last resume
+	// answer said the bucket holds: the bucket's own word (ListParts).
+	received map[uuid.UUID]map[int]int64
+	ws       map[uuid.UUID]*wsPuts
 	leaks     []string
 	held      []net.Conn
 }
@@ -97,7 +101,7 @@ func startBucketSide(t *testing.T, moto string, rate int64) *bucketSide {
 		t.Fatal(err)
 	}
 	b := &bucketSide{throttled: map[uuid.UUID]bool{}, outage: map[uuid.UUID]bool{}, stalled: map[uuid.UUID]bool{},
-		resumed: map[uuid.UUID]bool{}, ws: map[uuid.UUID]*wsPuts{}}
+		resumed: map[uuid.UUID]bool{}, received: map[uuid.UUID]map[int]int64{}, ws: map[uuid.UUID]*wsPuts{}}
 	direct := httputil.NewSingleHostReverseProxy(u)
 	slow := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: throttle.Start(t, u.Host, rate).Addr})
 	for _, rp := range []*httputil.ReverseProxy{direct, slow} {
@@ -267,6 +271,97 @@ func (c *serviceCalls) all() []serviceCall {
 	return append([]serviceCall(nil), c.calls...)
 }
 
+// canvasRig is the service with a bucket on moto behind a bucketSide,
+// the canvas's origin (testdata/canvas, the client module under /page/,
+// and the bucket side's count of stored parts at /test/stored), and the
+// service's origin, which notes the canvas's calls and tells the bucket
+// side when a workspace's upload is resumed.
+type canvasRig struct {
+	page, api *httptest.Server
+	srv       *apptest.Server
+	bucket    *bucketSide
+	calls     *serviceCalls
+}
+
+// startCanvasRig starts it, with env's settings (the control plane's)
+// added to the service's.
+func startCanvasRig(t *testing.T, env map[string]string) canvasRig {
+	t.Helper()
+	moto := s3test.MustStart(t)
+	bucket := startBucketSide(t, moto.URL, cutLinkRate)
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
+	mux.Handle("/page/", http.StripPrefix("/page/", http.FileServer(http.Dir(filepath.Join("testdata", "page")))))
+	mux.HandleFunc("/page/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
+	})
+	mux.HandleFunc("/test/stored", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := uuid.Parse(r.URL.Query().Get("ws"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]int{"stored": bucket.storedParts(ws)})
+	})
+	page := httptest.NewServer(mux)
+	t.Cleanup(page.Close)
+
+	env["S3_ENDPOINT"] = bucket.URL
+	env["CORS_ALLOWED_ORIGINS"] = page.URL
+	env["MAX_FILE_BYTES"] = strconv.Itoa(maxUploadBytes)
+	env["WORKSPACE_MAX_PENDING_FILES"] = "64"
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: env})
+	s3c := s3test.NewClient(srv.S3)
+	if _, err := s3c.PutBucketCors(context.Background(), &s3.PutBucketCorsInput{
+		Bucket: aws.String(srv.Bucket),
+		CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{{
+			AllowedMethods: []string{"PUT", "GET"}, AllowedOrigins: []string{page.URL},
+			AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"ETag"}, MaxAgeSeconds: aws.Int32(3600),
+		}}},
+	}); err != nil {
+		t.Fatalf("bucket CORS: %v", err)
+	}
+	calls := &serviceCalls{}
+	appMux := srv.App.API.Mux()
+	api := httptest.NewServer(calls.wrap(page.URL, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := uuid.Parse(strings.Split(r.URL.Path+"//", "/")[2])
+		if r.Method != http.MethodPost || !strings.Contains(r.URL.Path, "/chat/uploads/presign/") || err != nil {
+			appMux.ServeHTTP(w, r)
+			return
+		}
+		// A resume: the bucket side's phase 1 begins, and its answer says
+		// which parts the bucket holds.
+		bucket.set(bucket.resumed, ws)
+		rec := httptest.NewRecorder()
+		appMux.ServeHTTP(rec, r)
+		var plan struct {
+			Multipart struct {
+				Received []struct {
+					PartNumber int   `json:"part_number"`
+					Size       int64 `json:"size"`
+				} `json:"received"`
+			} `json:"multipart"`
+		}
+		if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &plan) == nil {
+			got := map[int]int64{}
+			for _, p := range plan.Multipart.Received {
+				got[p.PartNumber] = p.Size
+			}
+			bucket.mu.Lock()
+			bucket.received[ws] = got
+			bucket.mu.Unlock()
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})))
+	t.Cleanup(api.Close)
+	return canvasRig{page: page, api: api, srv: srv, bucket: bucket, calls: calls}
+}
+
 // dropInResult is what the page's send returns.
 type dropInResult struct {
 	OK          bool    `json:"ok"`
@@ -284,6 +379,8 @@ type dropInResult struct {
 		Backwards bool                           `json:"backwards"`
 		First     *struct{ Loaded, Total int64 } `json:"first"`
 		Last      *struct{ Loaded, Total int64 } `json:"last"`
+		// FirstMS is when the first bytes moved, from the call.
+		FirstMS float64 `json:"firstMs"`
 	} `json:"progress"`
 	Before, After []struct {
 		Status int    `json:"status"`
@@ -322,60 +419,12 @@ func TestCanvasDropIn(t *testing.T) {
 	cp := cptest.Start(t, tenantSlug)
 	const member = "dropin-session-0123456789"
 	cp.AddMember(member, "user-dropin")
-	moto := s3test.MustStart(t)
-	bucket := startBucketSide(t, moto.URL, cutLinkRate)
-
-	// The canvas's origin, with the bucket side's count of stored parts
-	// for the reload case.
-	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
-	mux.Handle("/page/", http.StripPrefix("/page/", http.FileServer(http.Dir(filepath.Join("testdata", "page")))))
-	mux.HandleFunc("/page/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
-	})
-	mux.HandleFunc("/test/stored", func(w http.ResponseWriter, r *http.Request) {
-		ws, err := uuid.Parse(r.URL.Query().Get("ws"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]int{"stored": bucket.storedParts(ws)})
-	})
-	page := httptest.NewServer(mux)
-	t.Cleanup(page.Close)
-
-	env := cp.Env()
-	env["S3_ENDPOINT"] = bucket.URL
-	env["CORS_ALLOWED_ORIGINS"] = page.URL
-	env["MAX_FILE_BYTES"] = strconv.Itoa(maxUploadBytes)
-	env["WORKSPACE_MAX_PENDING_FILES"] = "64"
-	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: env})
-	s3c := s3test.NewClient(srv.S3)
-	if _, err := s3c.PutBucketCors(context.Background(), &s3.PutBucketCorsInput{
-		Bucket: aws.String(srv.Bucket),
-		CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{{
-			AllowedMethods: []string{"PUT", "GET"}, AllowedOrigins: []string{page.URL},
-			AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"ETag"}, MaxAgeSeconds: aws.Int32(3600),
-		}}},
-	}); err != nil {
-		t.Fatalf("bucket CORS: %v", err)
-	}
+	rig := startCanvasRig(t, cp.Env())
+	page, api, srv, bucket, calls := rig.page, rig.api, rig.srv, rig.bucket, rig.calls
 	if srv.Store.PartBytes != 8<<20 || srv.Store.MultipartThreshold != 16<<20 {
 		t.Fatalf("the service's multipart settings: threshold %d, parts of %d; the test assumes the defaults (16 MiB, 8 MiB)",
 			srv.Store.MultipartThreshold, srv.Store.PartBytes)
 	}
-	calls := &serviceCalls{}
-	appMux := srv.App.API.Mux()
-	api := httptest.NewServer(calls.wrap(page.URL, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/chat/uploads/presign/") {
-			if ws, err := uuid.Parse(strings.Split(r.URL.Path, "/")[2]); err == nil {
-				bucket.set(bucket.resumed, ws)
-			}
-		}
-		appMux.ServeHTTP(w, r)
-	})))
-	t.Cleanup(api.Close)
 
 	type message struct {
 		name  string
@@ -518,15 +567,18 @@ func TestCanvasDropIn(t *testing.T) {
 			t.Fatalf("the upload after the reload: %+v: %q", r.Error, r.Sentence)
 		}
 		p := bucket.puts(wsCut)
+		bucket.mu.Lock()
+		received := bucket.received[wsCut]
+		bucket.mu.Unlock()
 		var held int64
-		for n := range p.stored[0] {
-			held += min(8<<20, maxUploadBytes-int64(n-1)*(8<<20))
+		for _, size := range received {
+			held += size
 		}
 		again := p.bytes[1]
-		t.Logf("reloaded %.0f ms in, with %d parts (%d bytes) in the bucket; after it %d bytes sent (%.1f %% of the file) in %.0f ms; at most %d parts in flight",
-			cut.MS, len(p.stored[0]), held, again, 100*float64(again)/maxUploadBytes, r.MS, p.most())
-		if len(p.stored[0]) < reloadAfterParts || held >= maxUploadBytes {
-			t.Fatalf("before the reload: %d parts in the bucket; want %d or more, not all", len(p.stored[0]), reloadAfterParts)
+		t.Logf("reloaded %.0f ms in, %d parts stored then; the resume found %d parts (%d bytes) in the bucket; after it %d bytes sent (%.1f %% of the file) in %.0f ms; at most %v parts in flight before and after",
+			cut.MS, cut.Stored, len(received), held, again, 100*float64(again)/maxUploadBytes, r.MS, p.maxInFlight)
+		if len(received) < reloadAfterParts || held >= maxUploadBytes {
+			t.Fatalf("the resume found %d parts in the bucket; want %d or more, not all", len(received), reloadAfterParts)
 		}
 		if again != maxUploadBytes-held {
 			t.Errorf("bytes sent after the reload: %d, want exactly the %d the bucket lacked", again, maxUploadBytes-held)
@@ -662,5 +714,45 @@ func checkProgress(t *testing.T, r dropInResult, first, total int64) {
 	p := r.Progress
 	if p.Backwards || p.First == nil || p.Last == nil || p.Last.Loaded != total || p.Last.Total != total || p.First.Loaded < first {
 		t.Errorf("progress: %d events, first %+v, last %+v, backwards %v; want from %d to %d, never back", p.Count, p.First, p.Last, p.Backwards, first, total)
+	}
+}
+
+// TestCanvasPartsInFlight measures what parts in flight buy the canvas: a
+// 100 MiB upload through the drop-in (bearer mode) over a link of
+// cutLinkRate per connection (testkit/throttle in front of moto), with
+// one part in flight and with four (the default). It takes about half a
+// minute, so it runs only with PENDINGUPLOADS_MEASURE=1, not in make
+// test. Four must be at least twice as fast as one.
+func TestCanvasPartsInFlight(t *testing.T) {
+	if os.Getenv("PENDINGUPLOADS_MEASURE") != "1" {
+		t.Skip("a measurement: PENDINGUPLOADS_MEASURE=1 runs it")
+	}
+	chromium, node := requireBrowser(t)
+	rig := startCanvasRig(t, map[string]string{})
+	file := []fileSpec{{Name: "dataset.bin", Size: maxUploadBytes, Seed: 40, Type: "application/octet-stream"}}
+	var steps []step
+	ws := map[int]uuid.UUID{}
+	for _, n := range []int{1, 4} {
+		ws[n] = uuid.New()
+		rig.bucket.set(rig.bucket.throttled, ws[n])
+		steps = append(steps, step{Name: strconv.Itoa(n), Page: rig.page.URL + "/dropin.html", Fn: "send", Cookies: []map[string]string{},
+			Args: map[string]any{"api": rig.api.URL, "token": rig.srv.AdminToken, "ws": ws[n].String(), "files": file, "partsInFlight": n, "check": false}})
+	}
+	var res map[string]json.RawMessage
+	decodeSteps(t, driveSteps(t, node, chromium, steps), &res)
+	took := map[int]time.Duration{}
+	for _, n := range []int{1, 4} {
+		var r dropInResult
+		if err := json.Unmarshal(res[strconv.Itoa(n)], &r); err != nil || !r.OK {
+			t.Fatalf("%d in flight: %v %+v", n, err, r.Error)
+		}
+		took[n] = time.Duration((r.MS - r.Progress.FirstMS) * float64(time.Millisecond))
+		t.Logf("%d part(s) in flight over %d MiB/s per connection: 100 MiB in %s (%s of it before the first byte moved: hashing, presign); at most %d PUTs at once",
+			n, cutLinkRate>>20, time.Duration(r.MS*float64(time.Millisecond)).Round(time.Millisecond),
+			time.Duration(r.Progress.FirstMS*float64(time.Millisecond)).Round(time.Millisecond), rig.bucket.puts(ws[n]).most())
+	}
+	t.Logf("the transfer alone: %s with 1, %s with 4: %.1fx", took[1].Round(time.Millisecond), took[4].Round(time.Millisecond), float64(took[1])/float64(took[4]))
+	if took[4]*2 > took[1] {
+		t.Errorf("four parts in flight: %s, one: %s; want four at least twice as fast", took[4], took[1])
 	}
 }
