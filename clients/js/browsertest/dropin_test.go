@@ -45,6 +45,9 @@ const (
 	// reloadAfterParts: the page is reloaded once the bucket holds this
 	// many of the 13 parts (48 MiB of 100), so at most 52 % travels again.
 	reloadAfterParts = 6
+	// measureLinkRate is TestCanvasPartsInFlight's link, per connection:
+	// slow enough that the link, not the two shared cores, bounds it.
+	measureLinkRate = 4 << 20
 	// stallLimit is the stall case's stallTimeoutMs.
 	stallLimit = 1500 * time.Millisecond
 )
@@ -70,8 +73,8 @@ type bucketSide struct {
 	// answer said the bucket holds: the bucket's own word (ListParts).
 	received map[uuid.UUID]map[int]int64
 	ws       map[uuid.UUID]*wsPuts
-	leaks     []string
-	held      []net.Conn
+	leaks    []string
+	held     []net.Conn
 }
 
 // wsPuts is what one workspace's browser PUTs did.
@@ -284,11 +287,11 @@ type canvasRig struct {
 }
 
 // startCanvasRig starts it, with env's settings (the control plane's)
-// added to the service's.
-func startCanvasRig(t *testing.T, env map[string]string) canvasRig {
+// added to the service's, and rate the throttled workspaces' link.
+func startCanvasRig(t *testing.T, env map[string]string, rate int64) canvasRig {
 	t.Helper()
 	moto := s3test.MustStart(t)
-	bucket := startBucketSide(t, moto.URL, cutLinkRate)
+	bucket := startBucketSide(t, moto.URL, rate)
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
 	mux.Handle("/page/", http.StripPrefix("/page/", http.FileServer(http.Dir(filepath.Join("testdata", "page")))))
@@ -389,7 +392,7 @@ type dropInResult struct {
 		Same   bool   `json:"same"`
 		Error  string `json:"error"`
 	}
-	Acked []bool `json:"acked"`
+	Acked  []bool  `json:"acked"`
 	StepMS float64 `json:"stepMs"`
 	// sendUntil's
 	Stored int `json:"stored"`
@@ -419,7 +422,7 @@ func TestCanvasDropIn(t *testing.T) {
 	cp := cptest.Start(t, tenantSlug)
 	const member = "dropin-session-0123456789"
 	cp.AddMember(member, "user-dropin")
-	rig := startCanvasRig(t, cp.Env())
+	rig := startCanvasRig(t, cp.Env(), cutLinkRate)
 	page, api, srv, bucket, calls := rig.page, rig.api, rig.srv, rig.bucket, rig.calls
 	if srv.Store.PartBytes != 8<<20 || srv.Store.MultipartThreshold != 16<<20 {
 		t.Fatalf("the service's multipart settings: threshold %d, parts of %d; the test assumes the defaults (16 MiB, 8 MiB)",
@@ -719,7 +722,7 @@ func checkProgress(t *testing.T, r dropInResult, first, total int64) {
 
 // TestCanvasPartsInFlight measures what parts in flight buy the canvas: a
 // 100 MiB upload through the drop-in (bearer mode) over a link of
-// cutLinkRate per connection (testkit/throttle in front of moto), with
+// measureLinkRate per connection (testkit/throttle in front of moto), with
 // one part in flight and with four (the default). It takes about half a
 // minute, so it runs only with PENDINGUPLOADS_MEASURE=1, not in make
 // test. Four must be at least twice as fast as one.
@@ -728,7 +731,7 @@ func TestCanvasPartsInFlight(t *testing.T) {
 		t.Skip("a measurement: PENDINGUPLOADS_MEASURE=1 runs it")
 	}
 	chromium, node := requireBrowser(t)
-	rig := startCanvasRig(t, map[string]string{})
+	rig := startCanvasRig(t, map[string]string{}, measureLinkRate)
 	file := []fileSpec{{Name: "dataset.bin", Size: maxUploadBytes, Seed: 40, Type: "application/octet-stream"}}
 	var steps []step
 	ws := map[int]uuid.UUID{}
@@ -748,7 +751,7 @@ func TestCanvasPartsInFlight(t *testing.T) {
 		}
 		took[n] = time.Duration((r.MS - r.Progress.FirstMS) * float64(time.Millisecond))
 		t.Logf("%d part(s) in flight over %d MiB/s per connection: 100 MiB in %s (%s of it before the first byte moved: hashing, presign); at most %d PUTs at once",
-			n, cutLinkRate>>20, time.Duration(r.MS*float64(time.Millisecond)).Round(time.Millisecond),
+			n, measureLinkRate>>20, time.Duration(r.MS*float64(time.Millisecond)).Round(time.Millisecond),
 			time.Duration(r.Progress.FirstMS*float64(time.Millisecond)).Round(time.Millisecond), rig.bucket.puts(ws[n]).most())
 	}
 	t.Logf("the transfer alone: %s with 1, %s with 4: %.1fx", took[1].Round(time.Millisecond), took[4].Round(time.Millisecond), float64(took[1])/float64(took[4]))
