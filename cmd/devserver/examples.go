@@ -26,6 +26,10 @@ const examplePage = "examples/upload.html"
 // subfolder (clients/js/node_modules stays out).
 var exampleDirs = []string{"examples", "clients/js"}
 
+// examplesPortOffset puts the page on 8180 beside an API on 8080: clear
+// of the ports a second dev server is told to take (PORT=8081).
+const examplesPortOffset = 100
+
 // examplesRoot is the repository root holding the example page, found
 // from the working directory upward (make run runs at the root); "" when
 // there is none (a dev server built and run elsewhere serves no page).
@@ -50,8 +54,8 @@ func examplesRoot() string {
 
 // listenExamples listens for the example page on 127.0.0.1:
 // EXAMPLES_PORT when set (off: no page; a port that is taken is a start
-// error naming it), else the API's port + 1 when that is free, else any
-// free port. It returns a nil listener for no page.
+// error naming it), else the API's port + examplesPortOffset when that is
+// free, else any free port. It returns a nil listener for no page.
 func listenExamples(getenv func(string) string, apiAddr net.Addr) (net.Listener, error) {
 	switch port := getenv("EXAMPLES_PORT"); {
 	case port == "off":
@@ -69,8 +73,8 @@ func listenExamples(getenv func(string) string, apiAddr net.Addr) (net.Listener,
 		}
 		return ln, nil
 	}
-	if tcp, ok := apiAddr.(*net.TCPAddr); ok && tcp.Port > 0 && tcp.Port < 65535 {
-		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port+1))); err == nil {
+	if tcp, ok := apiAddr.(*net.TCPAddr); ok && tcp.Port > 0 && tcp.Port+examplesPortOffset <= 65535 {
+		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port+examplesPortOffset))); err == nil {
 			return ln, nil
 		}
 	}
