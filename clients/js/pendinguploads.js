@@ -762,9 +762,9 @@ function parseJSONText(op, status, text) {
  * PUT or part that is retried counts again only past where it was.
  *
  * headers (an object, or a function called anew for each request, which
- * may return a promise) go with every request to the service, after the
- * caller's own and before the token's Authorization and the Content-Type
- * the request needs; credentials is the fetch credentials mode of those
+ * may return a promise) go with every request to the service (the
+ * token's Authorization and the Content-Type the request needs win over
+ * them); credentials is the fetch credentials mode of those
  * requests ("include" by default without a token, "omit" with one). The
  * bucket gets neither: a presigned PUT carries only its signed headers.
  *
