@@ -414,8 +414,9 @@ type dropInResult struct {
 // reload and resumed, sending again at most the parts the bucket lacked
 // (at most 60 % of the file). A file over the gate is the canvas's own
 // FileTooLargeError before any request; a full workspace, a bucket
-// answering 503 and a bucket that takes no byte each reach the person as
-// a sentence within a bounded time.
+// answering 503, a bucket that takes no byte, and the canvas's own
+// AbortSignal.timeout kept by a caller each reach the person as the
+// canvas's sentence within a bounded time.
 func TestCanvasDropIn(t *testing.T) {
 	chromium, node := requireBrowser(t)
 	start := time.Now()
@@ -498,8 +499,8 @@ func TestCanvasDropIn(t *testing.T) {
 		Cookies: session.cookies, Reload: &reloadStep{Name: "resumed", Fn: "send", Args: args(session, wsCut, big, nil)}})
 
 	// The refusals.
-	wsGate, wsFull, wsOutage, wsStall := uuid.New(), uuid.New(), uuid.New(), uuid.New()
-	wsMode[wsGate], wsMode[wsFull], wsMode[wsOutage], wsMode[wsStall] = session.name, session.name, bearer.name, bearer.name
+	wsGate, wsFull, wsOutage, wsStall, wsTimeout := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	wsMode[wsGate], wsMode[wsFull], wsMode[wsOutage], wsMode[wsStall], wsMode[wsTimeout] = session.name, session.name, bearer.name, bearer.name, bearer.name
 	full := make([]pendinguploads.File, 64)
 	for i := range full {
 		full[i] = pendinguploads.File{Content: []byte("x"), Filename: "waiting.txt"}
@@ -509,6 +510,7 @@ func TestCanvasDropIn(t *testing.T) {
 	}
 	bucket.set(bucket.outage, wsOutage)
 	bucket.set(bucket.stalled, wsStall)
+	bucket.set(bucket.stalled, wsTimeout)
 	steps = append(steps,
 		step{Name: "gate", Page: page.URL + "/dropin.html", Fn: "send", Cookies: session.cookies,
 			Args: args(session, wsGate, []fileSpec{{Name: "too big.bin", Size: maxUploadBytes + 1, Zeros: true}}, nil)},
@@ -519,6 +521,11 @@ func TestCanvasDropIn(t *testing.T) {
 		step{Name: "stall", Page: page.URL + "/dropin.html", Fn: "send", Cookies: bearer.cookies,
 			Args: args(bearer, wsStall, []fileSpec{{Name: "photo.jpg", Size: mib(4.5), Seed: 33}},
 				map[string]any{"stallTimeoutMs": stallLimit.Milliseconds()})},
+		// A caller that keeps the canvas's AbortSignal.timeout: it fires
+		// long before the default stall limit (a minute).
+		step{Name: "timeoutSignal", Page: page.URL + "/dropin.html", Fn: "send", Cookies: bearer.cookies,
+			Args: args(bearer, wsTimeout, []fileSpec{{Name: "photo.jpg", Size: mib(4.5), Seed: 34}},
+				map[string]any{"timeoutSignalMs": stallLimit.Milliseconds()})},
 	)
 
 	var raw map[string]json.RawMessage
@@ -622,6 +629,8 @@ func TestCanvasDropIn(t *testing.T) {
 		// Three attempts of stallLimit each, and the backoff between them.
 		{"StalledTransfer", "stall", wsStall, 4*stallLimit + 5*time.Second, "TimeoutError",
 			"Upload timed out — your connection is too slow for this file…"},
+		{"TimeoutSignal", "timeoutSignal", wsTimeout, stallLimit + 5*time.Second, "TimeoutError",
+			"Upload timed out — your connection is too slow for this file…"},
 	}
 	for _, rf := range refusals {
 		t.Run(rf.name, func(t *testing.T) {
@@ -645,6 +654,13 @@ func TestCanvasDropIn(t *testing.T) {
 	t.Run("StallRetried", func(t *testing.T) {
 		if p := bucket.puts(wsStall); p.refused != 3 {
 			t.Errorf("PUTs held without a byte read: %d, want 3 (the default attempts)", p.refused)
+		}
+		// The aborted upload is dropped on the service, as any abort is.
+		if r := res["timeoutSignal"]; r.Error == nil || r.Error.Code != "aborted" {
+			t.Errorf("an upload ended by AbortSignal.timeout: %+v, want code aborted (named TimeoutError)", r.Error)
+		}
+		if n := count(t, srv, `SELECT count(*) FROM presigned_uploads WHERE workspace_id = $1`, wsTimeout); n != 0 {
+			t.Errorf("presigned uploads left after the timeout signal: %d", n)
 		}
 	})
 

@@ -138,15 +138,18 @@ function tracker() {
 // send is one chat message with files: the canvas's upload, then each
 // attachment opened and compared byte for byte, acked (the workspace's
 // side, through the client with the same headers), and opened and
-// compared again (unless check is false: a measurement).
-export async function send({ api, slug, token, ws, files, partsInFlight, stallTimeoutMs, check: checked = true }) {
+// compared again (unless check is false: a measurement). With
+// timeoutSignalMs the upload also gets AbortSignal.timeout of it, as the
+// canvas gave its one POST.
+export async function send({ api, slug, token, ws, files, partsInFlight, stallTimeoutMs, timeoutSignalMs, check: checked = true }) {
   configure({ api, slug, token });
   const picked = files.map(makeFile);
   const t = tracker();
   const start = performance.now();
   let attachments;
   try {
-    attachments = await uploadChatFiles(ws, picked, { onProgress: t.onProgress, partsInFlight, stallTimeoutMs });
+    const signal = timeoutSignalMs ? AbortSignal.timeout(timeoutSignalMs) : undefined;
+    attachments = await uploadChatFiles(ws, picked, { onProgress: t.onProgress, partsInFlight, stallTimeoutMs, signal });
   } catch (e) {
     return { ok: false, ms: performance.now() - start, error: errorJSON(e), sentence: sentenceFor(e), progress: t.p };
   }
