@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -224,4 +226,46 @@ func httptestRecorder(h http.Handler, method, path string) *httptest.ResponseRec
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 	return rec
+}
+
+// TestListenExamples: EXAMPLES_PORT off, bad, taken, given; by default
+// the API's port + 100, or any free port when that one is taken.
+func TestListenExamples(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "EXAMPLES_PORT" {
+				return v
+			}
+			return ""
+		}
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	api := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: takenPort - examplesPortOffset}
+
+	if ln, err := listenExamples(env("off"), api); ln != nil || err != nil {
+		t.Errorf("off: %v, %v; want no listener, no error", ln, err)
+	}
+	for _, bad := range []string{"abc", "-1", "70000", strconv.Itoa(takenPort)} {
+		if ln, err := listenExamples(env(bad), api); ln != nil || err == nil || !strings.Contains(err.Error(), "EXAMPLES_PORT") {
+			t.Errorf("EXAMPLES_PORT=%s: %v, %v; want an error naming EXAMPLES_PORT", bad, ln, err)
+		}
+	}
+	// The default port is taken: any free one.
+	ln, err := listenExamples(env(""), api)
+	if err != nil || ln == nil || ln.Addr().(*net.TCPAddr).Port == takenPort {
+		t.Fatalf("default with API+100 taken: %v, %v", ln, err)
+	}
+	free := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	// Free: the API's port + 100.
+	ln, err = listenExamples(env(""), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: free - examplesPortOffset})
+	if err != nil || ln == nil || ln.Addr().(*net.TCPAddr).Port != free {
+		t.Fatalf("default: %v, %v; want port %d", ln, err, free)
+	}
+	ln.Close()
 }
