@@ -453,14 +453,10 @@ func TestCanvasDropIn(t *testing.T) {
 		slug    string
 		token   string
 		cookies []map[string]string
-		// sizes: the messages it sends. The mode changes only the headers
-		// and credentials, which every path carries (multipart, one PUT,
-		// parts); the larger files only add parts, and time.
-		messages []message
 	}
 	modes := []mode{
-		{"session", tenantSlug, "", []map[string]string{{"name": cptest.CookieName, "value": member, "url": page.URL}}, messages},
-		{"bearer", "", srv.AdminToken, []map[string]string{}, []message{messages[0], messages[1], messages[2], messages[5]}},
+		{"session", tenantSlug, "", []map[string]string{{"name": cptest.CookieName, "value": member, "url": page.URL}}},
+		{"bearer", "", srv.AdminToken, []map[string]string{}},
 	}
 	type sent struct {
 		mode mode
@@ -478,7 +474,7 @@ func TestCanvasDropIn(t *testing.T) {
 		return a
 	}
 	for _, m := range modes {
-		for _, msg := range m.messages {
+		for _, msg := range messages {
 			ws := uuid.New()
 			wsMode[ws] = m.name
 			cases = append(cases, sent{m, msg, ws})
