@@ -38,7 +38,7 @@ export interface UploadResult {
 }
 
 export interface UploadProgress {
-  /** File bytes sent so far, over all files. */
+  /** File bytes sent so far, over all files; never goes back (bytes sent again count once). */
   loaded: number;
   /** The sum of the files' sizes. */
   total: number;
@@ -63,12 +63,23 @@ export type PendingUploadsErrorCode =
   /** 409: the workspace's quota on what waits; body names the quota, limit, pending and adding. */
   | "quota_exceeded";
 
+/**
+ * Every failure of the module. message is a sentence a person can read as
+ * it is (quota, per-file cap, service or storage unavailable); branch on
+ * code, never on the message.
+ */
 export declare class PendingUploadsError extends Error {
   constructor(
     message: string,
     init?: { status?: number; body?: unknown; code?: PendingUploadsErrorCode; cause?: unknown; staged?: StagedFile[] },
   );
-  readonly name: "PendingUploadsError";
+  /**
+   * "TimeoutError" for code "timeout" (a transfer that stalled, a request
+   * unanswered) and for an abort whose signal's reason is a TimeoutError
+   * (AbortSignal.timeout); "PendingUploadsError" otherwise. Callers that
+   * tell a slow connection by the name (as the canvas does) keep working.
+   */
+  readonly name: "PendingUploadsError" | "TimeoutError";
   /** The HTTP status; 0 when no answer arrived or the check was local. */
   status: number;
   /** The parsed JSON error body ({error, …}), when there was one. */
@@ -108,10 +119,29 @@ export interface ResumeEntry {
  */
 export declare const localResumeStore: ResumeStore;
 
+/** Extra headers for the service: an object, or a function called anew for each request. */
+export type ServiceHeaders =
+  | Record<string, string>
+  | (() => Record<string, string> | Promise<Record<string, string>>);
+
 export interface RequestOptions {
   signal?: AbortSignal;
   /** Attempts of a request that is safe to repeat (default 3, at most 6). */
   attempts?: number;
+  /**
+   * Sent with every request to the service (as the canvas's
+   * platformAuthHeaders(): X-Molecule-Org-Slug, a bearer in local
+   * development), never to the bucket. The token's Authorization and the
+   * request's own Content-Type win over them.
+   */
+  headers?: ServiceHeaders;
+  /**
+   * The fetch credentials mode of the requests to the service: default
+   * "include" when token is null (the session cookie is the credential),
+   * "omit" with a token. Presigned PUTs to the bucket never carry
+   * credentials.
+   */
+  credentials?: RequestCredentials;
 }
 
 export interface UploadOptions extends RequestOptions {
@@ -122,6 +152,14 @@ export interface UploadOptions extends RequestOptions {
   partsInFlight?: number;
   /** Where uploads in parts are remembered for a resume (default localResumeStore; null: nowhere). */
   resumeStore?: ResumeStore | null;
+  /**
+   * A transfer (a PUT, a part, a multipart request) during which no byte
+   * moves for this long is given up, retried like a lost connection, and
+   * once the attempts are spent the call rejects with a "TimeoutError".
+   * Default: max(60 s, the transfer's bytes / 100 KB/s), the canvas's
+   * floor.
+   */
+  stallTimeoutMs?: number;
 }
 
 export declare function getLimits(api: string, options?: RequestOptions): Promise<Limits>;
@@ -160,7 +198,7 @@ export declare function downloadFile(
   token: string | null,
   workspaceId: string,
   fileId: string,
-  options?: { signal?: AbortSignal },
+  options?: Pick<RequestOptions, "signal" | "headers" | "credentials">,
 ): Promise<DownloadedFile>;
 
 export declare function ack(

@@ -26,6 +26,11 @@ const PUT_TIMEOUT_MS = 15 * 60_000;
 // A multipart body is at most per_request_bytes (4 MiB by default).
 const MULTIPART_TIMEOUT_MS = 5 * 60_000;
 const DOWNLOAD_TIMEOUT_MS = 15 * 60_000;
+// A transfer is given up when no byte moved for max(STALL_MIN_MS, its
+// bytes / STALL_FLOOR_BYTES_PER_MS) (stallTimeoutMs sets another): the
+// canvas's own floor, about 100 KB/s, the slowest uplink it allows for.
+const STALL_MIN_MS = 60_000;
+const STALL_FLOOR_BYTES_PER_MS = 100;
 // Error bodies are read for their message, never without bound.
 const MAX_ERROR_BODY = 64 * 1024;
 const DEFAULT_ATTEMPTS = 3;
@@ -50,26 +55,51 @@ const RESUME_PREFIX = "pendinguploads.resume:";
 const RESUME_MAX_AGE_MS = 24 * 60 * 60_000;
 
 /**
- * Every failure of this module. status is the HTTP status (0 when no
- * answer arrived: a network error, a CORS refusal, an abort, a check made
- * before sending); body is the parsed JSON error body when there was one;
- * code is one of "http", "network", "timeout", "aborted", "invalid",
- * "empty", "too_large", "digest_mismatch" (the answer's SHA-256 is not the
- * file's, or the bucket refused a part's bytes for their checksum),
- * "bad_response", "quota_exceeded" (409: the workspace's quota on what
- * waits; body names it). staged lists
- * the files that earlier requests of the same uploadFiles call did stage
- * before the failure (the server keeps those).
+ * Every failure of this module. Its message is a sentence a person can
+ * read as it is (the canvas shows "Upload failed: " + message): the
+ * workspace's quota, the per-file cap, the service or the bucket being
+ * unavailable each say so in plain words. status is the HTTP status (0
+ * when no answer arrived: a network error, a CORS refusal, an abort, a
+ * check made before sending); body is the parsed JSON error body when
+ * there was one; code is one of "http", "network", "timeout", "aborted",
+ * "invalid", "empty", "too_large", "digest_mismatch" (the answer's
+ * SHA-256 is not the file's, or the bucket refused a part's bytes for
+ * their checksum), "bad_response", "quota_exceeded" (409: the
+ * workspace's quota on what waits; body names it). Branch on code, never
+ * on the message. name is "TimeoutError" for code "timeout" (a transfer
+ * that stalled, a request unanswered) and for an abort whose reason is a
+ * TimeoutError (AbortSignal.timeout), so callers that tell a slow
+ * connection by the error's name keep working; else "PendingUploadsError".
+ * staged lists the files that earlier requests of the same uploadFiles
+ * call did stage before the failure (the server keeps those).
  */
 export class PendingUploadsError extends Error {
   constructor(message, { status = 0, body = null, code = "http", cause, staged = [] } = {}) {
     super(message, cause === undefined ? undefined : { cause });
-    this.name = "PendingUploadsError";
+    const timedOut = code === "timeout" || (code === "aborted" && cause != null && cause.name === "TimeoutError");
+    this.name = timedOut ? "TimeoutError" : "PendingUploadsError";
     this.status = status;
     this.body = body;
     this.code = code;
     this.staged = staged;
   }
+}
+
+// formatBytes names a size for a person: "100 MiB", "4.5 MiB", "300 KiB".
+function formatBytes(n) {
+  if (!Number.isFinite(n)) return String(n);
+  const units = [
+    [1 << 30, "GiB"],
+    [1 << 20, "MiB"],
+    [1 << 10, "KiB"],
+  ];
+  for (const [u, name] of units) {
+    if (n >= u) {
+      const v = n / u;
+      return `${v >= 10 || Number.isInteger(v) ? Math.round(v) : v.toFixed(1)} ${name}`;
+    }
+  }
+  return `${n} bytes`;
 }
 
 function trimBase(api) {
@@ -165,32 +195,98 @@ function httpError(op, status, text) {
   const msg = body && typeof body.error === "string" ? body.error : `HTTP ${status}`;
   if (status === 409 && body && typeof body.quota === "string") {
     // The workspace's mailbox is full: nothing was stored.
-    return new PendingUploadsError(`${op}: ${msg} (${body.quota}: ${body.pending} waiting + ${body.adding} would pass ${body.limit})`, { status, body, code: "quota_exceeded" });
+    const files = body.quota === "pending_files";
+    const amount = (n) => (files ? `${n} ${n === 1 ? "file" : "files"}` : formatBytes(n));
+    return new PendingUploadsError(
+      `the workspace has ${amount(body.pending)} waiting, and this upload (${amount(body.adding)}) would pass its limit of ${amount(body.limit)}; ` +
+        "it takes more once the workspace fetches and acknowledges what waits",
+      { status, body, code: "quota_exceeded" },
+    );
   }
-  return new PendingUploadsError(`${op}: ${msg}`, { status, body, code: "http" });
+  if (status === 413 && body && Number.isFinite(body.max)) {
+    const m =
+      typeof body.filename === "string" && Number.isFinite(body.size)
+        ? `${body.filename} is ${formatBytes(body.size)}, over the limit of ${formatBytes(body.max)} per file`
+        : `the request is over the ${formatBytes(body.max)} one request may carry`;
+    return new PendingUploadsError(m, { status, body, code: "too_large" });
+  }
+  if (status === 401) {
+    return new PendingUploadsError(`not signed in, or the session has expired (${status}: ${msg})`, { status, body, code: "http" });
+  }
+  if (status >= 500 || status === 429) {
+    return new PendingUploadsError(`the upload service is unavailable right now (${status}: ${msg}); try again in a moment`, { status, body, code: "http" });
+  }
+  return new PendingUploadsError(`${op}: ${msg} (${status})`, { status, body, code: "http" });
 }
 
-// authHeaders is a bearer token's Authorization header, or none in
-// session mode (token null or ""): the page's session cookie is the
-// credential then, sent with credentials "include" (the service's CORS
-// allows them for its listed origins).
-function authHeaders(token) {
-  return token ? { Authorization: `Bearer ${token}` } : {};
+function networkError(op, peer, cause) {
+  const m =
+    peer === "bucket"
+      ? "could not reach the file storage (the connection failed, or its CORS rule does not allow this page)"
+      : "could not reach the upload service (the connection failed, or its CORS does not allow this page)";
+  return new PendingUploadsError(`${m} [${op}]`, { code: "network", cause });
 }
 
-// request sends one fetch and returns the Response when it is 2xx. With
-// session, the browser's cookies go with it.
-async function request(op, url, { method = "GET", headers = {}, body, signal, timeoutMs = JSON_TIMEOUT_MS, session = false }) {
+// seconds names a duration for a person.
+function seconds(ms) {
+  return `${(ms / 1000).toFixed(ms < 10_000 && ms % 1000 !== 0 ? 1 : 0)} s`;
+}
+
+function timeoutError(op, what, cause) {
+  return new PendingUploadsError(`${what}: the connection is too slow or has stopped [${op}]`, { code: "timeout", cause });
+}
+
+const CREDENTIALS = ["include", "same-origin", "omit"];
+
+// service is what every request to the service carries, from a call's
+// arguments: the bearer token (or none), the caller's extra headers (an
+// object, or a function called for each request) and the fetch
+// credentials mode (default "include" without a token: the page's
+// session cookie is the credential; "omit" with one). Never used for the
+// bucket.
+function service(op, api, token, workspaceId, { headers, credentials } = {}) {
+  if (headers !== undefined && headers !== null && typeof headers !== "function" && typeof headers !== "object") {
+    throw new PendingUploadsError(`${op}: headers must be an object or a function that returns one`, { code: "invalid" });
+  }
+  if (credentials !== undefined && !CREDENTIALS.includes(credentials)) {
+    throw new PendingUploadsError(`${op}: credentials must be one of ${CREDENTIALS.join(", ")}`, { code: "invalid" });
+  }
+  return { api, token, workspaceId, extraHeaders: headers || null, credentials: credentials || (token ? "omit" : "include") };
+}
+
+// serviceHeaders is the headers of one request to the service: the
+// caller's (asked anew for each request), then the bearer token's
+// Authorization, then ours (Content-Type), later ones winning whatever
+// their case.
+async function serviceHeaders(op, svc, ours = {}) {
+  const h = new Headers();
+  if (svc.extraHeaders) {
+    let extra;
+    try {
+      extra = typeof svc.extraHeaders === "function" ? await svc.extraHeaders() : svc.extraHeaders;
+      for (const [k, v] of Object.entries(extra || {})) if (v !== undefined && v !== null) h.set(k, String(v));
+    } catch (err) {
+      throw new PendingUploadsError(`${op}: the caller's headers: ${err && err.message}`, { code: "invalid", cause: err });
+    }
+  }
+  if (svc.token) h.set("Authorization", `Bearer ${svc.token}`);
+  for (const [k, v] of Object.entries(ours)) h.set(k, v);
+  return Object.fromEntries(h);
+}
+
+// request sends one fetch to the service and returns the Response when it
+// is 2xx.
+async function request(op, url, { method = "GET", headers = {}, body, signal, timeoutMs = JSON_TIMEOUT_MS, credentials = "omit" }) {
   throwIfAborted(op, signal);
   const l = linked(signal, timeoutMs);
   let resp;
   try {
-    resp = await fetch(url, { method, headers, body, signal: l.signal, redirect: "follow", credentials: session ? "include" : "omit" });
+    resp = await fetch(url, { method, headers, body, signal: l.signal, redirect: "follow", credentials });
   } catch (err) {
     l.done();
     if (signal && signal.aborted) throw abortedError(op, signal);
-    if (l.timedOut()) throw new PendingUploadsError(`${op}: no answer within ${timeoutMs} ms`, { code: "timeout", cause: err });
-    throw new PendingUploadsError(`${op}: network error (or the server's CORS does not allow this origin)`, { code: "network", cause: err });
+    if (l.timedOut()) throw timeoutError(op, `no answer within ${seconds(timeoutMs)}`, err);
+    throw networkError(op, "service", err);
   }
   if (!resp.ok) {
     let text = "";
@@ -217,46 +313,86 @@ async function requestJSON(op, url, opts) {
   }
 }
 
+// serviceJSON is one JSON request to the service, with what svc says
+// every such request carries.
+async function serviceJSON(op, svc, url, { method = "GET", json, signal, timeoutMs } = {}) {
+  const headers = await serviceHeaders(op, svc, json === undefined ? {} : { "Content-Type": "application/json" });
+  return requestJSON(op, url, { method, headers, body: json === undefined ? undefined : JSON.stringify(json), signal, timeoutMs, credentials: svc.credentials });
+}
+
 function forbiddenHeader(name) {
   // Browsers set these themselves and refuse them from scripts.
   return ["content-length", "host", "connection", "expect", "transfer-encoding"].includes(name.toLowerCase());
 }
 
+// stallLimit is how long a request of bytes may go without a byte moving
+// before it is given up: stallTimeoutMs when the caller set it, else the
+// canvas's floor of about 100 KB/s over the request's bytes, and never
+// less than a minute.
+function stallLimit(stallTimeoutMs, bytes) {
+  if (Number.isFinite(stallTimeoutMs) && stallTimeoutMs > 0) return stallTimeoutMs;
+  return Math.max(STALL_MIN_MS, Math.ceil(bytes / STALL_FLOOR_BYTES_PER_MS));
+}
+
 // xhrSend sends body with XMLHttpRequest, the only browser API that
 // reports upload progress. It resolves with the status and text of any
-// answer; it rejects only when no answer arrived.
-function xhrSend(op, { method, url, headers, body, signal, timeoutMs, onUploadProgress, session = false }) {
+// answer; it rejects only when no answer arrived: code "timeout" when no
+// byte moved either way for stallMs (or the whole request outlived
+// timeoutMs). peer ("bucket" or "service") names who did not answer.
+// withCredentials only for the service, with credentials "include".
+function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, onUploadProgress, peer, withCredentials = false }) {
   return new Promise((resolve, reject) => {
     if (signal && signal.aborted) return reject(abortedError(op, signal));
     const x = new XMLHttpRequest();
+    let stalled = false;
+    let stallTimer;
+    const arm = () => {
+      clearTimeout(stallTimer);
+      stallTimer = setTimeout(() => {
+        stalled = true;
+        x.abort();
+      }, stallMs);
+    };
     const onAbort = () => x.abort();
     const cleanup = () => {
+      clearTimeout(stallTimer);
       if (signal) signal.removeEventListener("abort", onAbort);
     };
     x.open(method, url);
-    x.withCredentials = session;
+    x.withCredentials = withCredentials;
     for (const [k, v] of Object.entries(headers || {})) {
       if (!forbiddenHeader(k)) x.setRequestHeader(k, v);
     }
     x.timeout = timeoutMs;
-    if (onUploadProgress) x.upload.onprogress = (e) => onUploadProgress(e.loaded);
+    let last = -1;
+    x.upload.onprogress = (e) => {
+      if (e.loaded > last) {
+        last = e.loaded;
+        arm();
+      }
+      if (onUploadProgress) onUploadProgress(e.loaded);
+    };
+    x.upload.onload = arm;
+    x.onprogress = arm;
     x.onload = () => {
       cleanup();
       resolve({ status: x.status, text: x.responseText });
     };
     x.onerror = () => {
       cleanup();
-      reject(new PendingUploadsError(`${op}: network error (or CORS does not allow this origin)`, { code: "network" }));
+      reject(networkError(op, peer));
     };
     x.ontimeout = () => {
       cleanup();
-      reject(new PendingUploadsError(`${op}: no answer within ${timeoutMs} ms`, { code: "timeout" }));
+      reject(timeoutError(op, `not done within ${seconds(timeoutMs)}`));
     };
     x.onabort = () => {
       cleanup();
-      reject(abortedError(op, signal));
+      if (stalled && !(signal && signal.aborted)) reject(timeoutError(op, `no byte moved for ${seconds(stallMs)}`));
+      else reject(abortedError(op, signal));
     };
     if (signal) signal.addEventListener("abort", onAbort, { once: true });
+    arm();
     x.send(body);
   });
 }
@@ -281,12 +417,14 @@ function checkLimits(v) {
 
 /**
  * Reads GET {api}/uploads/limits (public, no token). A server that does
- * not have the route (404) is taken to have DEFAULT_LIMITS.
+ * not have the route (404) is taken to have DEFAULT_LIMITS. headers and
+ * credentials, as uploadFiles takes them, go with it.
  */
-export async function getLimits(api, { signal, attempts } = {}) {
+export async function getLimits(api, { signal, attempts, headers, credentials } = {}) {
   const op = "limits";
+  const svc = service(op, api, null, "", { headers, credentials: credentials || "omit" });
   try {
-    return checkLimits(await withRetries(op, attempts, signal, () => requestJSON(op, `${trimBase(api)}/uploads/limits`, { signal })));
+    return checkLimits(await withRetries(op, attempts, signal, () => serviceJSON(op, svc, `${trimBase(api)}/uploads/limits`, { signal })));
   } catch (err) {
     if (err instanceof PendingUploadsError && err.status === 404) return { ...DEFAULT_LIMITS };
     throw err;
@@ -620,15 +758,33 @@ function parseJSONText(op, status, text) {
  *
  * onProgress({loaded, total, index, file, fileLoaded, fileTotal}) reports
  * the file bytes sent, over all files (a resumed file starts at the bytes
- * the bucket holds); it ends with loaded === total. A PUT or part that is
- * retried starts over, so loaded may go back.
+ * the bucket holds); it ends with loaded === total. It never goes back: a
+ * PUT or part that is retried counts again only past where it was.
+ *
+ * headers (an object, or a function called anew for each request, which
+ * may return a promise) go with every request to the service (the
+ * token's Authorization and the Content-Type the request needs win over
+ * them); credentials is the fetch credentials mode of those
+ * requests ("include" by default without a token, "omit" with one). The
+ * bucket gets neither: a presigned PUT carries only its signed headers.
+ *
+ * A transfer (a PUT, a part, a multipart request) during which no byte
+ * moves for stallTimeoutMs (default: max(60 s, its bytes / 100 KB/s), the
+ * canvas's floor) is given up and retried like a lost connection; when
+ * the attempts are spent the call rejects with code "timeout", whose name
+ * is "TimeoutError".
  *
  * Aborting signal aborts the requests in flight, drops on the server the
  * uploads this call presigned or resumed (and their resume entries), and
  * rejects with code "aborted"; nothing aborted is ever committed.
  */
-export async function uploadFiles(api, token, workspaceId, files, { onProgress, signal, limits, attempts, partsInFlight, resumeStore } = {}) {
+export async function uploadFiles(api, token, workspaceId, files, options = {}) {
+  const { onProgress, signal, limits, attempts, partsInFlight, resumeStore, stallTimeoutMs } = options;
   const op = "upload";
+  const svc = service(op, api, token, workspaceId, options);
+  if (stallTimeoutMs !== undefined && !(Number.isFinite(stallTimeoutMs) && stallTimeoutMs > 0)) {
+    throw new PendingUploadsError(`${op}: stallTimeoutMs must be a positive number of milliseconds`, { code: "invalid" });
+  }
   const list = Array.from(files || []);
   if (list.length === 0) throw new PendingUploadsError(`${op}: no files`, { code: "invalid" });
   for (const f of list) {
@@ -640,7 +796,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
   }
   const inFlight = Math.min(Math.max(1, Math.floor(partsInFlight || DEFAULT_PARTS_IN_FLIGHT)), MAX_PARTS_IN_FLIGHT);
   throwIfAborted(op, signal);
-  const lim = limits ? checkLimits(limits) : await getLimits(api, { signal, attempts });
+  const lim = limits ? checkLimits(limits) : await getLimits(api, { signal, attempts, headers: options.headers, credentials: svc.credentials });
 
   const small = [];
   const large = [];
@@ -649,10 +805,10 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
     const f = list[i];
     const name = fileName(f);
     if (f.size === 0) {
-      throw new PendingUploadsError(`${op}: ${name} is empty (the server refuses empty files)`, { code: "empty", body: { error: "empty file", filename: name } });
+      throw new PendingUploadsError(`${name} is empty (the service takes no empty files)`, { code: "empty", body: { error: "empty file", filename: name } });
     }
     if (f.size > lim.per_file_bytes) {
-      throw new PendingUploadsError(`${op}: ${name} is ${f.size} bytes, over the per-file cap of ${lim.per_file_bytes}`, {
+      throw new PendingUploadsError(`${name} is ${formatBytes(f.size)}, over the limit of ${formatBytes(lim.per_file_bytes)} per file`, {
         code: "too_large",
         body: { error: "file exceeds per-file cap", filename: name, size: f.size, max: lim.per_file_bytes },
       });
@@ -662,7 +818,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
       large.push(i);
       if (lim.multipart_part_bytes !== null && f.size > lim.multipart_threshold_bytes) inParts.add(i);
     } else {
-      throw new PendingUploadsError(`${op}: ${name} (${f.size} bytes) does not fit one request (${lim.per_request_bytes} bytes) and the server offers no presigned uploads`, {
+      throw new PendingUploadsError(`${name} is ${formatBytes(f.size)}, more than one request may carry (${formatBytes(lim.per_request_bytes)}), and this service takes no larger files`, {
         code: "too_large",
         body: { error: "request body too large", max: lim.per_request_bytes },
       });
@@ -680,9 +836,11 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
   const total = list.reduce((s, f) => s + f.size, 0);
   const sent = new Array(list.length).fill(0);
   let loaded = 0;
+  // A file's count only grows: bytes sent again (a retried PUT or part)
+  // count once they pass where the file was.
   const report = (i, n) => {
-    n = Math.max(0, Math.min(list[i].size, n));
-    if (n === sent[i]) return;
+    n = Math.min(list[i].size, n);
+    if (!(n > sent[i])) return;
     loaded += n - sent[i];
     sent[i] = n;
     if (onProgress) onProgress({ loaded, total, index: i, file: list[i], fileLoaded: n, fileTotal: list[i].size });
@@ -698,7 +856,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
     open.delete(id);
     if (key) await storeDelete(store, key);
   };
-  const ctx = { api, token, workspaceId, signal, attempts };
+  const ctx = { ...svc, signal, attempts, stallTimeoutMs };
   try {
     const commits = [];
     for (let s = 0; s < large.length; s += MAX_FILES_PER_REQUEST) {
@@ -776,7 +934,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
             throw err;
           }
         } else {
-          await putPresigned(up, list[i], { signal, attempts, onUploadProgress: (n) => report(i, n) });
+          await putPresigned(ctx, up, list[i], { onUploadProgress: (n) => report(i, n) });
         }
         report(i, list[i].size);
         c.idx.push(i);
@@ -785,8 +943,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
       if (c.ids.length > 0) commits.push(c);
     }
     for (const batch of packBatches(list, small, lim.per_request_bytes)) {
-      const got = await postMultipart(api, token, workspaceId, batch.map((i) => list[i]), {
-        signal,
+      const got = await postMultipart(ctx, batch.map((i) => list[i]), {
         onBodyProgress: (starts, n) => batch.forEach((i, k) => report(i, n - starts[k])),
       });
       batch.forEach((i, k) => {
@@ -797,7 +954,7 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
     for (const c of commits) {
       let got;
       try {
-        got = await commit(api, token, workspaceId, c.ids, { signal, attempts });
+        got = await commit(ctx, c.ids);
       } catch (err) {
         // Not received, after every part went in: what the bucket holds is
         // not the file declared (it changed since its first parts went,
@@ -843,18 +1000,12 @@ export async function uploadFiles(api, token, workspaceId, files, { onProgress, 
 
 // presign asks for a presigned upload of each item {f, extra} (extra: the
 // multipart fields, or undefined), in order.
-async function presign({ api, token, workspaceId, signal, attempts }, items) {
+async function presign(ctx, items) {
   const op = "presign";
-  const body = JSON.stringify({ files: items.map(({ f, extra }) => ({ name: fileName(f), size: f.size, mimeType: f.type || "", ...extra })) });
+  const json = { files: items.map(({ f, extra }) => ({ name: fileName(f), size: f.size, mimeType: f.type || "", ...extra })) };
   // Safe to repeat: nothing is visible until a commit.
-  const v = await withRetries(op, attempts, signal, () =>
-    requestJSON(op, wsURL(api, workspaceId, "chat", "uploads", "presign"), {
-      method: "POST",
-      headers: { ...authHeaders(token), "Content-Type": "application/json" },
-      session: !token,
-      body,
-      signal,
-    }),
+  const v = await withRetries(op, ctx.attempts, ctx.signal, () =>
+    serviceJSON(op, ctx, wsURL(ctx.api, ctx.workspaceId, "chat", "uploads", "presign"), { method: "POST", json, signal: ctx.signal }),
   );
   if (!v || !Array.isArray(v.uploads) || v.uploads.length !== items.length) {
     throw new PendingUploadsError(`${op}: the server answered ${v && Array.isArray(v.uploads) ? v.uploads.length : "no"} uploads for ${items.length} files`, { status: 200, body: v, code: "bad_response" });
@@ -868,15 +1019,10 @@ async function presign({ api, token, workspaceId, signal, attempts }, items) {
 // resumeUpload is POST …/presign/{uploadId}: the plan of a multipart
 // upload not committed yet, with fresh URLs for the parts the bucket does
 // not hold. Safe to repeat.
-async function resumeUpload({ api, token, workspaceId, attempts }, uploadId, signal) {
+async function resumeUpload(ctx, uploadId, signal) {
   const op = "resume";
-  return withRetries(op, attempts, signal, () =>
-    requestJSON(op, wsURL(api, workspaceId, "chat", "uploads", "presign", uploadId), {
-      method: "POST",
-      headers: authHeaders(token),
-      session: !token,
-      signal,
-    }),
+  return withRetries(op, ctx.attempts, signal, () =>
+    serviceJSON(op, ctx, wsURL(ctx.api, ctx.workspaceId, "chat", "uploads", "presign", uploadId), { method: "POST", signal }),
   );
 }
 
@@ -891,7 +1037,7 @@ async function resumeSaved(ctx, saved, f) {
   } catch (err) {
     if (!(err instanceof PendingUploadsError) || err.code === "aborted" || retryable(err) || err.status === 401 || err.status === 403) throw err;
     if (err.status === 409) {
-      const got = await commit(ctx.api, ctx.token, ctx.workspaceId, [saved.upload_id], ctx);
+      const got = await commit(ctx, [saved.upload_id]);
       return { staged: got[0] };
     }
     return {};
@@ -910,15 +1056,10 @@ async function resumeSaved(ctx, saved, f) {
 // (ABORT_TIMEOUT_MS), never under the caller's signal: it runs because
 // that signal fired. An upload the server no longer has, or committed
 // (409), is left as it is.
-async function abortUpload({ api, token, workspaceId }, uploadId) {
+async function abortUpload(ctx, uploadId) {
   const op = "abort";
   try {
-    await requestJSON(op, wsURL(api, workspaceId, "chat", "uploads", "presign", uploadId), {
-      method: "DELETE",
-      headers: authHeaders(token),
-      session: !token,
-      timeoutMs: ABORT_TIMEOUT_MS,
-    });
+    await serviceJSON(op, ctx, wsURL(ctx.api, ctx.workspaceId, "chat", "uploads", "presign", uploadId), { method: "DELETE", timeoutMs: ABORT_TIMEOUT_MS });
   } catch {
     // the bucket's lifecycle rule aborts it within a day
   }
@@ -953,7 +1094,12 @@ function bucketError(op, r) {
   const s3code = m ? m[1] : "";
   // S3's word for bytes that do not match the declared checksum.
   const code = /BadDigest|ChecksumMismatch|SHA256Mismatch/i.test(s3code) ? "digest_mismatch" : "http";
-  const e = new PendingUploadsError(`${op}: the bucket answered ${r.status}${s3code ? ` (${s3code})` : ""}`, { status: r.status, code, body: s3code ? { code: s3code } : null });
+  const answer = `${r.status}${s3code ? ` ${s3code}` : ""}`;
+  let msg;
+  if (code === "digest_mismatch") msg = `the file storage refused the bytes: they are not the ones declared (${answer}; did the file change while it was sent?) [${op}]`;
+  else if (r.status >= 500 || r.status === 429 || r.status === 408) msg = `the file storage is unavailable right now (${answer}); try again in a moment [${op}]`;
+  else msg = `the file storage refused the upload (${answer}) [${op}]`;
+  const e = new PendingUploadsError(msg, { status: r.status, code, body: s3code ? { code: s3code } : null });
   if (r.status >= 400 && r.status < 500 && r.status !== 408 && r.status !== 429) refusedByBucket.add(e);
   return e;
 }
@@ -1030,6 +1176,8 @@ async function putParts(ctx, up, f, { inFlight, onFileProgress }) {
           body: f.slice(start, start + p.size),
           signal: ctl.signal,
           timeoutMs: PUT_TIMEOUT_MS,
+          stallMs: stallLimit(ctx.stallTimeoutMs, p.size),
+          peer: "bucket",
           onUploadProgress: (n) => {
             moving.set(num, Math.min(n, p.size));
             emit();
@@ -1087,7 +1235,8 @@ async function putParts(ctx, up, f, { inFlight, onFileProgress }) {
 // putPresigned sends f to the bucket with exactly the presigned method,
 // URL and headers (less Content-Length, which the browser sets from the
 // body), no Authorization. Retried: the same bytes to the same key.
-async function putPresigned(up, f, { signal, attempts, onUploadProgress }) {
+async function putPresigned(ctx, up, f, { onUploadProgress }) {
+  const { signal, attempts } = ctx;
   const op = `put ${fileName(f)}`;
   const headers = up.headers || {};
   for (const [k, v] of Object.entries(headers)) {
@@ -1097,27 +1246,37 @@ async function putPresigned(up, f, { signal, attempts, onUploadProgress }) {
   }
   await withRetries(op, attempts, signal, async () => {
     onUploadProgress(0);
-    const r = await xhrSend(op, { method: up.method || "PUT", url: up.url, headers, body: f, signal, timeoutMs: PUT_TIMEOUT_MS, onUploadProgress });
-    if (r.status < 200 || r.status > 299) {
-      throw new PendingUploadsError(`${op}: the bucket answered ${r.status}`, { status: r.status, code: "http" });
-    }
+    const r = await xhrSend(op, {
+      method: up.method || "PUT",
+      url: up.url,
+      headers,
+      body: f,
+      signal,
+      timeoutMs: PUT_TIMEOUT_MS,
+      stallMs: stallLimit(ctx.stallTimeoutMs, f.size),
+      peer: "bucket",
+      onUploadProgress,
+    });
+    if (r.status < 200 || r.status > 299) throw bucketError(op, r);
   });
 }
 
 // postMultipart stages files in one multipart request: all or nothing.
 // Never retried: when the answer is lost, the files may be stored.
-async function postMultipart(api, token, workspaceId, files, { signal, onBodyProgress }) {
+async function postMultipart(ctx, files, { onBodyProgress }) {
   const op = "upload";
   const boundary = randomBoundary();
   const mb = layoutMultipart(files, boundary);
   const r = await xhrSend(op, {
     method: "POST",
-    url: wsURL(api, workspaceId, "chat", "uploads"),
-    headers: { ...authHeaders(token), "Content-Type": `multipart/form-data; boundary=${boundary}` },
-    session: !token,
+    url: wsURL(ctx.api, ctx.workspaceId, "chat", "uploads"),
+    headers: await serviceHeaders(op, ctx, { "Content-Type": `multipart/form-data; boundary=${boundary}` }),
+    withCredentials: ctx.credentials === "include",
     body: new Blob(mb.parts),
-    signal,
+    signal: ctx.signal,
     timeoutMs: MULTIPART_TIMEOUT_MS,
+    stallMs: stallLimit(ctx.stallTimeoutMs, mb.size),
+    peer: "service",
     onUploadProgress: (n) => onBodyProgress(mb.starts, n),
   });
   if (r.status < 200 || r.status > 299) throw httpError(op, r.status, r.text);
@@ -1127,16 +1286,11 @@ async function postMultipart(api, token, workspaceId, files, { signal, onBodyPro
 // commit stages presigned uploads (form B). Retried when no answer came
 // or the server failed (5xx): a commit whose uploads were all committed
 // before answers 200 with the same files. A 409 is not retried.
-async function commit(api, token, workspaceId, ids, { signal, attempts }) {
+async function commit(ctx, ids) {
   const op = "commit";
-  const v = await withRetries(op, attempts, signal, () =>
-    requestJSON(op, wsURL(api, workspaceId, "chat", "uploads"), {
-      method: "POST",
-      headers: { ...authHeaders(token), "Content-Type": "application/json" },
-      session: !token,
-      body: JSON.stringify({ files: ids.map((id) => ({ upload_id: id })) }),
-      signal,
-    }),
+  const json = { files: ids.map((id) => ({ upload_id: id })) };
+  const v = await withRetries(op, ctx.attempts, ctx.signal, () =>
+    serviceJSON(op, ctx, wsURL(ctx.api, ctx.workspaceId, "chat", "uploads"), { method: "POST", json, signal: ctx.signal }),
   );
   return stagedList(op, v, ids.length);
 }
@@ -1168,13 +1322,15 @@ function base64ToHex(b64) {
  * (sha-256) and the browser has SubtleCrypto, the bytes are checked
  * against it (mismatch: code "digest_mismatch"). sha256 is the hex digest
  * of the bytes received (or the header's, unchecked, without
- * SubtleCrypto; null when neither).
+ * SubtleCrypto; null when neither). headers and credentials as
+ * uploadFiles takes them.
  */
-export async function downloadFile(api, token, workspaceId, fileId, { signal } = {}) {
+export async function downloadFile(api, token, workspaceId, fileId, { signal, headers, credentials } = {}) {
   const op = "download";
+  const svc = service(op, api, token, workspaceId, { headers, credentials });
   const r = await request(op, wsURL(api, workspaceId, "pending-uploads", fileId, "content"), {
-    headers: authHeaders(token),
-    session: !token,
+    headers: await serviceHeaders(op, svc),
+    credentials: svc.credentials,
     signal,
     timeoutMs: DOWNLOAD_TIMEOUT_MS,
   });
@@ -1183,8 +1339,8 @@ export async function downloadFile(api, token, workspaceId, fileId, { signal } =
     blob = await r.resp.blob();
   } catch (err) {
     if (signal && signal.aborted) throw abortedError(op, signal);
-    if (r.timedOut()) throw new PendingUploadsError(`${op}: not received within ${DOWNLOAD_TIMEOUT_MS} ms`, { code: "timeout", cause: err });
-    throw new PendingUploadsError(`${op}: the body was cut off`, { code: "network", cause: err });
+    if (r.timedOut()) throw timeoutError(op, `not received within ${seconds(DOWNLOAD_TIMEOUT_MS)}`, err);
+    throw new PendingUploadsError(`the download was cut off [${op}]`, { code: "network", cause: err });
   } finally {
     r.done();
   }
@@ -1205,16 +1361,13 @@ export async function downloadFile(api, token, workspaceId, fileId, { signal } =
 /**
  * Acknowledges a staged file (the workspace's side; idempotent, so
  * retried). Resolves with the answer, {acked: true} (raced: true when a
- * sweep took the row meanwhile).
+ * sweep took the row meanwhile). headers and credentials as uploadFiles
+ * takes them.
  */
-export async function ack(api, token, workspaceId, fileId, { signal, attempts } = {}) {
+export async function ack(api, token, workspaceId, fileId, { signal, attempts, headers, credentials } = {}) {
   const op = "ack";
+  const svc = service(op, api, token, workspaceId, { headers, credentials });
   return withRetries(op, attempts, signal, () =>
-    requestJSON(op, wsURL(api, workspaceId, "pending-uploads", fileId, "ack"), {
-      method: "POST",
-      headers: authHeaders(token),
-      session: !token,
-      signal,
-    }),
+    serviceJSON(op, svc, wsURL(api, workspaceId, "pending-uploads", fileId, "ack"), { method: "POST", signal }),
   );
 }

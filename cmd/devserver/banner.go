@@ -27,6 +27,7 @@ type banner struct {
 	wsToken        string
 	cfg            config.Config
 	started
+	page examples
 }
 
 func printBanner(w io.Writer, b banner) {
@@ -100,6 +101,27 @@ own workspace tokens work as they are.
 	p("  curl -sS %s %s/pending-uploads\n", auth(b.wsToken), wsPath)
 	p("  %s\n", contentLine(auth(b.wsToken), wsPath+"/pending-uploads/<file_id>/content"))
 	p("  curl -sS -X POST %s %s/pending-uploads/<file_id>/ack\n", auth(b.wsToken), wsPath)
+
+	if b.page.ln != nil {
+		p("\nThe browser client in a page (%s: upload, list, download, ack), as the workspace:\n", examplePage)
+		p("  %s/%s#api=%s&workspace=%s&token=%s\n", b.page.origin, examplePage, b.base, b.ws, b.wsToken)
+		switch {
+		case b.page.corsSupplied:
+			p("  (CORS_ALLOWED_ORIGINS=%s for it, set by the dev server as you set none", b.page.origin)
+		case b.page.corsListed:
+			p("  (your CORS_ALLOWED_ORIGINS lists its origin, %s", b.page.origin)
+		default:
+			p("  (it needs CORS_ALLOWED_ORIGINS to list %s: add it, or unset CORS_ALLOWED_ORIGINS", b.page.origin)
+		}
+		switch {
+		case b.cfg.ContentBucket == "":
+			p("; files above %d MiB need a bucket: make run-s3)\n", b.cfg.MaxRequestBytes>>20)
+		case b.localS3:
+			p("; the local bucket's CORS rule too)\n")
+		default:
+			p("; the bucket's CORS rule must allow it to PUT)\n")
+		}
+	}
 
 	p("\npendingctl, in another shell (%s):\n", pendingctlBuildLine)
 	if b.ownDB != "" {

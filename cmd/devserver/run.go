@@ -96,6 +96,24 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 	}
 	defer ln.Close()
 
+	// The example page's origin, before the settings are read: the API's
+	// CORS and the local bucket's must list it.
+	var page examples
+	if page.root = examplesRoot(); page.root != "" {
+		if page.ln, err = listenExamples(getenv, ln.Addr()); err != nil {
+			return 1, err
+		}
+	}
+	if page.ln != nil {
+		defer page.ln.Close()
+		page.origin = pageOrigin(page.ln)
+		if getenv("CORS_ALLOWED_ORIGINS") == "" {
+			env["CORS_ALLOWED_ORIGINS"] = page.origin
+			page.corsSupplied = true
+		}
+		page.corsListed = listsOrigin(lookup("CORS_ALLOWED_ORIGINS"), page.origin)
+	}
+
 	st := started{localDir: localDir}
 	loadAWS := awsprofile.Load
 	if st.localS3, err = localS3Wanted(getenv); err != nil {
@@ -178,8 +196,13 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 	}
 	printBanner(stdout, banner{
 		base: "http://" + hostForURL(ln.Addr().String()), adminToken: adminToken,
-		adminGenerated: env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: st,
+		adminGenerated: env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: st, page: page,
 	})
+	if page.ln != nil {
+		ps := exampleServer(page.root)
+		go func() { _ = ps.Serve(page.ln) }()
+		defer ps.Close()
+	}
 
 	done := make(chan struct{})
 	go func() {
@@ -205,6 +228,15 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 	_ = srv.Shutdown(sctx)
 	<-done
 	return 0, nil
+}
+
+// examples is the example page's server, for the banner.
+type examples struct {
+	root         string       // the repository root it serves from; "" for no page
+	ln           net.Listener // nil: no page
+	origin       string
+	corsSupplied bool // CORS_ALLOWED_ORIGINS was unset, and is the page's origin
+	corsListed   bool // CORS_ALLOWED_ORIGINS lists the page's origin
 }
 
 // started is what the dev server started or found, for the banner.

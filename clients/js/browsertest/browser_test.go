@@ -253,6 +253,17 @@ type step struct {
 	// Cookies, when set, are the browser's only cookies for the step:
 	// [{name, value, url}].
 	Cookies any `json:"cookies,omitempty"`
+	// Reload, when set, reloads the step's page once Fn resolved (cutting
+	// what it still has in flight) and calls Reload.Fn there.
+	Reload *reloadStep `json:"reload,omitempty"`
+}
+
+// reloadStep is what a step calls on its page after reloading it; its
+// result is under Name.
+type reloadStep struct {
+	Name string `json:"name"`
+	Fn   string `json:"fn"`
+	Args any    `json:"args"`
 }
 
 type fileSpec struct {
@@ -263,6 +274,8 @@ type fileSpec struct {
 	// LastModified (ms since the epoch), when set, is the File's: the
 	// same file in every step.
 	LastModified int64 `json:"lastModified,omitempty"`
+	// Zeros makes Size zero bytes, cheaply, instead of the pattern.
+	Zeros bool `json:"zeros,omitempty"`
 }
 
 type jsError struct {

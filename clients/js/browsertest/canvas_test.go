@@ -226,7 +226,7 @@ func TestCanvasWithSessionCookie(t *testing.T) {
 		}
 	})
 	t.Run("QuotaRefusal", func(t *testing.T) {
-		if f := got.Full; f.OK || f.Status != http.StatusConflict || f.Code != "quota_exceeded" || !strings.Contains(f.Error, "pending_files") {
+		if f := got.Full; f.OK || f.Status != http.StatusConflict || f.Code != "quota_exceeded" || !strings.Contains(f.Error, "64 files waiting") {
 			t.Errorf("an upload to a full workspace through the client module: %+v, want code quota_exceeded", f)
 		}
 	})

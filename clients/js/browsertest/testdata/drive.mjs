@@ -2,8 +2,11 @@
 // playwright-core: opens each step's page, calls window.harness[fn](args)
 // and prints {stepName: result} as one JSON line on stdout. Its one
 // argument is a JSON object {chromium, steps:[{name, page, fn, args,
-// cookies}]}: a step with cookies ([{name, value, url}]) runs with
-// exactly those in the browser, as a signed-in user's would be.
+// cookies, reload}]}: a step with cookies ([{name, value, url}]) runs with
+// exactly those in the browser, as a signed-in user's would be; a step
+// with reload ({name, fn, args}) reloads its page as soon as fn resolves
+// (whatever the page still has in flight is cut, as a person's reload
+// cuts it) and then calls reload.fn, its result under reload.name.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -51,16 +54,24 @@ try {
     page.on("pageerror", (e) => process.stderr.write(`[${step.name}] page error: ${e.message}\n`));
     await page.goto(step.page);
     await page.waitForFunction(() => window.harness !== undefined);
-    let timer;
-    try {
-      results[step.name] = await Promise.race([
-        page.evaluate(([fn, args]) => window.harness[fn](args), [step.fn, step.args]),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`step ${step.name}: no result within ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
+    const call = async (name, fn, args) => {
+      let timer;
+      try {
+        results[name] = await Promise.race([
+          page.evaluate(([fn, args]) => window.harness[fn](args), [fn, args]),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`step ${name}: no result within ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    await call(step.name, step.fn, step.args);
+    if (step.reload) {
+      await page.reload();
+      await page.waitForFunction(() => window.harness !== undefined);
+      await call(step.reload.name, step.reload.fn, step.reload.args);
     }
     results.userAgent ??= await page.evaluate(() => navigator.userAgent);
     await page.close();
