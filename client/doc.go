@@ -30,7 +30,8 @@
 // # Errors and retries
 //
 // Every 4xx/5xx answer is an *APIError (Status, Message, Code, Fields);
-// IsNotFound, IsUnauthorized, IsUnavailable and IsTooLarge classify them.
+// IsNotFound, IsUnauthorized, IsUnavailable, IsTooLarge and
+// IsQuotaExceeded classify them.
 // A request that got no answer is a *TransportError. Calls that are safe
 // to repeat are retried on connection errors, 503, 429, 502 and 504 with
 // bounded exponential backoff and jitter (RetryPolicy), honouring

@@ -1,7 +1,7 @@
 // Package functions_test runs every Lambda function of functions/ as
-// Lambda runs it: each is built as a bootstrap binary (internal/lambdatest,
+// Lambda runs it: each is built as a bootstrap binary (internal/testkit/lambdatest,
 // the flags of lambda.mk, for the host's architecture), started under an
-// in-test Runtime API server with a real Postgres behind it (internal/pgtest),
+// in-test Runtime API server with a real Postgres behind it (internal/testkit/pgtest),
 // and fed the sample events of events/, the same files `sam local invoke`
 // takes. Where a test must first create a row, it substitutes the real IDs
 // for the events' placeholders.

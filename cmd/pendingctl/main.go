@@ -1,6 +1,7 @@
 // Command pendingctl is the operator and workspace CLI of pendinguploads:
-// database chores (migrate, token, sweep) for operators, and upload, ls
-// and pull over the HTTP API for the platform and the workspaces. Run
+// chores for operators (migrate, token and sweep on the database; token
+// also through a stack's admin function), and upload, ls, pull and smoke
+// over the HTTP API for the platform and the workspaces; version. Run
 // `pendingctl --help`.
 package main
 

@@ -1,7 +1,8 @@
 // Package httpapi holds the HTTP API of API.md as plain net/http handlers.
-// Each Lambda function serves one of them through the API Gateway adapter,
-// the dev server mounts them all, and tests call them directly: one code
-// path, three doors.
+// Each Lambda function serves its own routes (RoutesOf, from the one
+// table in routes.go) through the API Gateway adapter, the dev server
+// mounts them all, and tests call them directly: one code path, three
+// doors.
 package httpapi
 
 import (

@@ -25,10 +25,15 @@
 //	Sweep           deleted once acked longer than the retention, or
 //	                unacked past expires_at
 //
-// Where to look: stage.go (Stage), commit.go (Presign, Commit),
-// fetch.go (Fetch, Open, SignGet), list.go, ack.go, sweep.go, backlog.go
-// (the sweep's metrics), errors.go (the errors, and which of them mean a
-// dependency is unavailable).
+// Where to look, every file: store.go (Store, New, its Settings and the
+// keys it chooses), record.go (Record: a file without its bytes),
+// bucket.go (Bucket: what the Store needs of S3), stage.go (Stage),
+// quota.go (the per-workspace quota Stage and Commit hold), commit.go
+// (Presign, Commit), multipart.go (Resume and Abort of an upload in
+// parts), fetch.go (Fetch, Open, SignGet), list.go (List and its
+// Cursor), ack.go (Ack), sweep.go (Sweep, and the objects of rows that
+// never committed), backlog.go (Backlog: the sweep's metrics), errors.go
+// (the errors, and which of them mean a dependency is unavailable).
 //
 // A Store is safe for concurrent use.
 package pendinguploads

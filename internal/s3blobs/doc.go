@@ -1,8 +1,10 @@
 // Package s3blobs keeps file bytes in an S3 bucket: Put, ranged Open,
 // CopyMeasured (a server-side copy measured by S3's own checksum),
-// streamed Digest and batched Delete for the storage layer, and presigned
-// PUT and GET requests (PresignPut, PresignGet) that let clients move the
-// bytes straight to and from S3.
+// streamed Digest, batched Delete and List (the sweep's orphan marks) for
+// the storage layer; multipart uploads (CreateMultipart, PresignPart,
+// ListParts, CompleteMultipart, AbortMultipart) for files sent in parts;
+// and presigned PUT and GET requests (PresignPut, PresignGet) that let
+// clients move the bytes straight to and from S3.
 //
 // The storage layer chooses the keys: committed files under objects/,
 // presigned uploads under staging/ until they are committed; a bucket

@@ -3,11 +3,13 @@
 // ends.
 //
 //	pgtest      a throwaway PostgreSQL cluster from the machine's initdb and
-//	            pg_ctl (or TEST_DATABASE_URL), a fresh database per test
+//	            postgres (localpg; or TEST_DATABASE_URL), a fresh database per test
 //	            from a migrated template; the platform's schema on request;
 //	            Freeze and Thaw of the cluster
 //	s3test      moto_server, a fresh bucket per test; Freeze and Thaw;
-//	            Objects, the bucket read around the code under test
+//	            Objects, the bucket read around the code under test;
+//	            PartProxy (counts and holds part PUTs) and IAMProxy (judges
+//	            each S3 call by its signer's policy, as AWS does)
 //	apptest     the whole service (config, pool, store, API) in a test,
 //	            served on loopback, with tokens and helpers to read its state
 //	lambdatest  a function built as Lambda builds it, driven through a
@@ -18,6 +20,11 @@
 //	            names: clients run against the binaries as against AWS
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
+//	cptest      the control plane's session check, a real HTTP stand-in
+//	pgtrace     the round trips a pool makes, counted
+//	delayproxy  latency in front of a server (the benchmarks' Postgres)
+//	throttle    a per-connection bandwidth limit in front of a server
+//	tcpproxy    the loopback proxy delayproxy and throttle share
 //
 // Each server starts the first time a test asks for it (pgtest.MustURL,
 // s3test.MustStart, apptest.NewServer, lambdatest.Build), once per test
