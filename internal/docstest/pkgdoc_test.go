@@ -16,28 +16,30 @@ import (
 // files.
 func packageDocs(t *testing.T, root string) map[string]pkgDoc {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	cmd := exec.Command("go", "list", "-f",
+		`{{.Dir}}|{{join .GoFiles " "}} {{join .IgnoredGoFiles " "}}|{{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}`, "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	docs := map[string]pkgDoc{}
-	for _, dir := range strings.Fields(string(out)) {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, dir, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		dir, rest, _ := strings.Cut(line, "|")
+		files, tests, _ := strings.Cut(rest, "|")
 		var d pkgDoc
-		for _, p := range pkgs {
-			for name, f := range p.Files {
-				if f.Doc != nil {
-					d.text += f.Doc.Text()
-				}
-				if !strings.HasSuffix(name, "_test.go") {
-					d.files = append(d.files, filepath.Base(name))
-				}
+		for _, name := range append(strings.Fields(files), strings.Fields(tests)...) {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.ParseComments|parser.PackageClauseOnly)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if f.Doc != nil {
+				d.text += f.Doc.Text()
+			}
+		}
+		for _, name := range strings.Fields(files) {
+			if !strings.HasSuffix(name, "_test.go") {
+				d.files = append(d.files, name)
 			}
 		}
 		rel, _ := filepath.Rel(root, dir)
