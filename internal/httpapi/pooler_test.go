@@ -106,6 +106,32 @@ func TestPoolerExecMode(t *testing.T) {
 	if n := objectCount(t, srv, ws); n != 0 {
 		t.Errorf("objects after the sweep: got %d, want 0", n)
 	}
+
+	// Without a bucket, a file above pendinguploads.ChunkBytes is read in
+	// chunks inside one REPEATABLE READ transaction: begun, its timeouts
+	// set, and read through the pooler's one server connection for it.
+	t.Run("LargeInlineFileInATransaction", func(t *testing.T) {
+		srv := poolerServer(t, "exec", pgbouncertest.Options{}, false, nil)
+		ws := uuid.New()
+		tok := srv.WorkspaceToken(t, ws)
+		data := make([]byte, 2<<20+123)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		f := uploadParts(t, srv, ws.String(), tok, file("big.bin", "application/octet-stream", string(data)))[0]
+		res := get(t, contentURL(srv, ws.String(), f.FileID), tok)
+		wantStatus(t, res, http.StatusOK)
+		if !bytes.Equal(res.body, data) {
+			t.Fatalf("content: got %d bytes, not the %d uploaded", len(res.body), len(data))
+		}
+		req := newRequest(t, "GET", contentURL(srv, ws.String(), f.FileID), tok, "", nil)
+		req.Header.Set("Range", "bytes=1048570-1048600")
+		res = send(t, req)
+		wantStatus(t, res, http.StatusPartialContent)
+		if !bytes.Equal(res.body, data[1048570:1048601]) {
+			t.Fatalf("range across a chunk boundary: got %x, want %x", res.body, data[1048570:1048601])
+		}
+	})
 }
 
 // TestPoolerQuotaUnderConcurrency: TestWorkspaceQuotaUnderConcurrency
