@@ -39,11 +39,11 @@ func poolerServer(t *testing.T, mode string, opts pgbouncertest.Options, s3 bool
 	return srv
 }
 
-// TestPoolerExecMode: with DATABASE_QUERY_MODE=exec, every route works
+// TestPoolerExecMode: with DATABASE_QUERY_MODE=exec, the service works
 // through PgBouncer in transaction mode: upload (inline and to the
-// bucket), list, content, presign, PUT and commit (and its retry), ack,
-// and the sweep, with a workspace token looked up in the same round
-// trips.
+// bucket), list, content (a large inline file in its transaction too),
+// presign, PUT and commit (and its retry), an abort, ack, and the sweep,
+// with a workspace token looked up in the same round trips.
 func TestPoolerExecMode(t *testing.T) {
 	srv := poolerServer(t, "exec", pgbouncertest.Options{}, true, map[string]string{"INLINE_MAX_BYTES": "1024", "ACK_RETENTION": "0s"})
 	if got := srv.App.Pool.Config().ConnConfig.DefaultQueryExecMode; got != pgx.QueryExecModeExec {
@@ -71,6 +71,14 @@ func TestPoolerExecMode(t *testing.T) {
 		t.Errorf("commit retry: got %s, want the first answer %s", again.body, commit.body)
 	}
 	committed := fileIDs(t, commit.body)[0]
+	// An upload aborted is gone: its commit is refused.
+	res = post(t, presignURL(srv, ws.String()), tok, "application/json", []byte(`{"files":[{"name":"q.bin","size":2000}]}`))
+	wantStatus(t, res, http.StatusOK)
+	var aborted presignAnswer
+	decodeJSON(t, res.body, &aborted)
+	wantStatus(t, send(t, newRequest(t, "DELETE", presignURL(srv, ws.String())+"/"+aborted.Uploads[0].UploadID, tok, "", nil)), http.StatusOK)
+	wantError(t, post(t, uploadsURL(srv, ws.String()), tok, "application/json", commitBody(aborted.Uploads[0].UploadID)),
+		http.StatusConflict, "upload not received", map[string]any{"upload_id": aborted.Uploads[0].UploadID})
 
 	want := map[string]string{staged[0].FileID: small, staged[1].FileID: large, committed: string(presigned)}
 	var list struct {
