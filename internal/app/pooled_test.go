@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,12 @@ import (
 func TestPoolerTimeoutsPerTransaction(t *testing.T) {
 	direct := pgtest.MustURL(t)
 	bouncer := pgbouncertest.MustStart(t, direct, pgbouncertest.Options{})
-	for name, u := range map[string]string{"Postgres": direct, "PgBouncer": bouncer.URL} {
+	for name, u := range map[string]string{
+		"Postgres":  direct,
+		"PgBouncer": bouncer.URL,
+		// The URL's mode wins; simple_protocol is pooled as exec is.
+		"PgBouncerSimpleProtocolInURL": bouncer.URL + "&default_query_exec_mode=simple_protocol",
+	} {
 		t.Run(name, func(t *testing.T) {
 			pool, perTx, err := newPool(u+"&statement_timeout=300", config.QueryModeExec, 2, nil, nil)
 			if err != nil {
@@ -33,8 +39,12 @@ func TestPoolerTimeoutsPerTransaction(t *testing.T) {
 			if perTx == nil {
 				t.Fatal("exec mode: no settings per transaction")
 			}
-			if got := pool.Config().ConnConfig.DefaultQueryExecMode; got != pgx.QueryExecModeExec {
-				t.Fatalf("query mode: got %v, want exec", got)
+			wantMode := pgx.QueryExecModeExec
+			if strings.Contains(u, "simple_protocol") {
+				wantMode = pgx.QueryExecModeSimpleProtocol
+			}
+			if got := pool.Config().ConnConfig.DefaultQueryExecMode; got != wantMode {
+				t.Fatalf("query mode: got %v, want %v", got, wantMode)
 			}
 			for _, p := range sessionTimeouts {
 				if v, ok := pool.Config().ConnConfig.RuntimeParams[p]; ok {
