@@ -56,7 +56,9 @@ func BenchmarkQueryMode(b *testing.B) {
 		name string
 		do   func(*mode)
 	}{
-		{"list", func(m *mode) { serve(b, m.srv.App.API.Mux(), "GET", "/workspaces/"+m.ws.String()+"/pending-uploads", m.tok, "", nil, 200) }},
+		{"list", func(m *mode) {
+			serve(b, m.srv.App.API.Mux(), "GET", "/workspaces/"+m.ws.String()+"/pending-uploads", m.tok, "", nil, 200)
+		}},
 		{"ack", func(m *mode) { serve(b, m.srv.App.API.Mux(), "POST", m.ack, m.tok, "", nil, 200) }},
 	}
 	for _, m := range modes { // warm: statements prepared, tokens stamped

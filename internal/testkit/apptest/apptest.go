@@ -69,10 +69,7 @@ type Options struct {
 type Server struct {
 	URL         string // base URL, no trailing slash
 	AdminToken  string
-	DatabaseURL string // the service's database, straight (not through Bouncer)
-	// Bouncer is the PgBouncer the service's pool goes through; nil
-	// without Options.PgBouncer.
-	Bouncer *pgbouncertest.Bouncer
+	DatabaseURL string        // the service's database, straight (not through Bouncer)
 	Pool        *pgxpool.Pool // a separate pool for the test's own queries
 	App         *app.App
 	Store       *pendinguploads.Store
@@ -84,6 +81,9 @@ type Server struct {
 	// RoundTrips counts the service pool's round trips; nil without
 	// Options.CountRoundTrips.
 	RoundTrips *pgtrace.RoundTrips
+	// Bouncer is the PgBouncer the service's pool goes through; nil
+	// without Options.PgBouncer.
+	Bouncer *pgbouncertest.Bouncer
 }
 
 // NewServer starts the service for tb; everything stops at cleanup (see
