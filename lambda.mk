@@ -12,7 +12,7 @@
 # default goal alone.
 lambda_default_goal := $(.DEFAULT_GOAL)
 
-LAMBDA_FUNCTIONS := Upload:upload Presign:presign List:list Content:content Ack:ack Sweep:sweep Migrate:migrate
+LAMBDA_FUNCTIONS := Upload:upload Presign:presign List:list Content:content Ack:ack Sweep:sweep Migrate:migrate Admin:admin
 
 LAMBDA_GOARCH ?= arm64
 LAMBDA_GO ?= go
@@ -31,7 +31,7 @@ endef
 $(foreach f,$(LAMBDA_FUNCTIONS),$(eval $(call lambda_function,$(call lambda_id,$(f)),$(call lambda_dir,$(f)))))
 
 # build has no recipe of its own, so the Makefile may add prerequisites to
-# it. ARTIFACTS_DIR is cleared for it: seven binaries, seven directories.
+# it. ARTIFACTS_DIR is cleared for it: one directory per binary.
 .PHONY: build build-lambdas lint-template
 build: build-lambdas
 build-lambdas: ARTIFACTS_DIR :=

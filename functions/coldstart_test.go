@@ -33,7 +33,7 @@ import (
 //
 //	go test ./functions -run '^$' -bench ColdStart -benchtime 20x
 func BenchmarkColdStart(b *testing.B) {
-	fns := []string{lambdatest.Hello, "upload", "presign", "list", "content", "ack", "sweep", "migrate"}
+	fns := []string{lambdatest.Hello, "upload", "presign", "list", "content", "ack", "sweep", "migrate", "admin"}
 	// Every binary first: a build writing files while another function's
 	// starts are timed would be timed too.
 	for _, fn := range fns {

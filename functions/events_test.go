@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 )
 
@@ -305,6 +306,17 @@ func TestEvents(t *testing.T) {
 			if got := env[id]["ADMIN_TOKEN"]; got != adminToken {
 				t.Errorf("%s.ADMIN_TOKEN: got %q, want %q", id, got, adminToken)
 			}
+		}
+	})
+	t.Run("admin", func(t *testing.T) {
+		var req admin.Request
+		dec := json.NewDecoder(bytes.NewReader(readEvent(t, "admin")))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			t.Fatalf("unmarshal: %v", err)
+		}
+		if req.Action != admin.ActionCreate || req.Workspace != workspacePlaceholder {
+			t.Errorf("got %+v, want a create for the placeholder workspace", req)
 		}
 	})
 	t.Run("migrate", func(t *testing.T) {

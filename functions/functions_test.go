@@ -475,18 +475,23 @@ func migrateEvent(t testing.TB, url string, requestType cfn.RequestType) []byte 
 	return b
 }
 
-// runMigrate starts migrate over databaseURL, invokes it with the event
-// and returns the response it PUT to the ResponseURL.
-func runMigrate(t testing.TB, databaseURL string, requestType cfn.RequestType) cfn.Response {
+// runMigrate starts migrate with env, invokes it with the event and
+// returns the response it PUT to the ResponseURL, which must arrive
+// within migrateAnswerBound of the invocation.
+func runMigrate(t testing.TB, requestType cfn.RequestType, env ...string) cfn.Response {
 	t.Helper()
 	url, puts := cfnServer(t)
-	rt := start(t, "migrate", "DATABASE_URL="+databaseURL)
+	rt := start(t, "migrate", env...)
+	began := time.Now()
 	invoke(t, rt, migrateEvent(t, url, requestType))
 	var put cfnPut
 	select {
 	case put = <-puts:
 	default:
 		t.Fatalf("migrate answered without a PUT to the ResponseURL; logs:\n%s", rt.Logs())
+	}
+	if took := time.Since(began); took > migrateAnswerBound {
+		t.Errorf("the answer took %v, want at most %v", took, migrateAnswerBound)
 	}
 	if put.method != http.MethodPut || put.path != "/cloudformation-response" {
 		t.Errorf("response: got %s %s, want PUT /cloudformation-response", put.method, put.path)
@@ -506,30 +511,58 @@ func runMigrate(t testing.TB, databaseURL string, requestType cfn.RequestType) c
 	return resp
 }
 
+// migrateAnswerBound bounds how long migrate may take to answer
+// CloudFormation when it cannot start: seconds, not the custom resource's
+// ServiceTimeout.
+const migrateAnswerBound = 15 * time.Second
+
+// secretsManagerNotFound stands in for Secrets Manager on a loopback port:
+// every call is answered 400 ResourceNotFoundException, in the service's
+// JSON protocol, as for a secret that does not exist.
+func secretsManagerNotFound(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// secretEnv is the environment of a function whose database is the
+// secret DB_SECRET_ARN, read from Secrets Manager at endpoint.
+func secretEnv(endpoint string) []string {
+	return []string{
+		"DB_SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:pendinguploads-db-AbCdEf",
+		"SECRETS_MANAGER_ENDPOINT=" + endpoint,
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=not-a-real-key",
+	}
+}
+
 // deadDatabaseURL returns a URL of a loopback port nobody listens on, with
 // a short connect_timeout.
 func deadDatabaseURL(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "postgres://pendinguploads:secret@" + addr + "/pendinguploads?sslmode=disable&connect_timeout=2"
+	return "postgres://pendinguploads:secret@" + closedAddr(t) + "/pendinguploads?sslmode=disable&connect_timeout=2"
 }
 
 // TestMigrate feeds events/migrate.json (its ResponseURL pointed at a
 // loopback server) to migrate: Create on an empty database migrates it to
 // migrations.Latest and PUTs SUCCESS with Data.Version; Create against a
 // dead database PUTs FAILED with a reason; Delete PUTs SUCCESS and leaves
-// schema and rows alone, even with the database down.
+// schema and rows alone, even with the database down. A function that
+// cannot be set up (its secret unreadable, a setting missing or bad)
+// still starts and answers: Create and Update FAILED with a reason naming
+// the problem, Delete SUCCESS, within seconds.
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	t.Run("CreateSuccess", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.MustEmptyURL(t)
-		resp := runMigrate(t, url, cfn.RequestCreate)
+		resp := runMigrate(t, cfn.RequestCreate, "DATABASE_URL="+url)
 		if resp.Status != cfn.StatusSuccess {
 			t.Fatalf("Status: got %s (%s), want SUCCESS", resp.Status, resp.Reason)
 		}
@@ -543,7 +576,7 @@ func TestMigrate(t *testing.T) {
 	})
 	t.Run("CreateFailed", func(t *testing.T) {
 		t.Parallel()
-		resp := runMigrate(t, deadDatabaseURL(t), cfn.RequestCreate)
+		resp := runMigrate(t, cfn.RequestCreate, "DATABASE_URL="+deadDatabaseURL(t))
 		if resp.Status != cfn.StatusFailed || resp.Reason == "" {
 			t.Errorf("got Status %s, Reason %q; want FAILED with a reason", resp.Status, resp.Reason)
 		}
@@ -559,7 +592,7 @@ func TestMigrate(t *testing.T) {
 		if _, err := pool.Exec(ctx, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename) VALUES ($1, 'x', 1, 'kept.txt')`, workspacePlaceholder); err != nil {
 			t.Fatal(err)
 		}
-		resp := runMigrate(t, url, cfn.RequestDelete)
+		resp := runMigrate(t, cfn.RequestDelete, "DATABASE_URL="+url)
 		if resp.Status != cfn.StatusSuccess {
 			t.Fatalf("Status: got %s (%s), want SUCCESS", resp.Status, resp.Reason)
 		}
@@ -574,11 +607,62 @@ func TestMigrate(t *testing.T) {
 	})
 	t.Run("DeleteWithDatabaseDown", func(t *testing.T) {
 		t.Parallel()
-		resp := runMigrate(t, deadDatabaseURL(t), cfn.RequestDelete)
+		resp := runMigrate(t, cfn.RequestDelete, "DATABASE_URL="+deadDatabaseURL(t))
 		if resp.Status != cfn.StatusSuccess {
 			t.Errorf("Status: got %s (%s), want SUCCESS: Delete must not touch the database", resp.Status, resp.Reason)
 		}
 	})
+	// The function cannot be set up: it still starts, and answers.
+	cannotStart := []struct {
+		name, want string // want: in the reason
+		env        []string
+	}{
+		{"SecretNotFound", "ResourceNotFoundException", secretEnv(secretsManagerNotFound(t))},
+		{"SecretsManagerDown", "DB_SECRET_ARN", secretEnv("http://" + closedAddr(t))},
+		{"NoDatabaseSetting", "DATABASE_URL", nil},
+		{"BadSetting", "UPLOAD_TTL", []string{"DATABASE_URL=" + deadDatabaseURL(t), "UPLOAD_TTL=abc"}},
+	}
+	for _, c := range cannotStart {
+		t.Run("Create/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			resp := runMigrate(t, cfn.RequestCreate, c.env...)
+			if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, c.want) {
+				t.Errorf("got Status %s, Reason %q; want FAILED with a reason naming %s", resp.Status, resp.Reason, c.want)
+			}
+			if c.name == "SecretNotFound" && !strings.Contains(resp.Reason, "DB_SECRET_ARN") {
+				t.Errorf("Reason %q does not name DB_SECRET_ARN", resp.Reason)
+			}
+			if strings.Contains(resp.Reason, "not-a-real-key") {
+				t.Errorf("Reason %q carries the AWS secret key", resp.Reason)
+			}
+		})
+		t.Run("Delete/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			resp := runMigrate(t, cfn.RequestDelete, c.env...)
+			if resp.Status != cfn.StatusSuccess {
+				t.Errorf("Status: got %s (%s), want SUCCESS: Delete leaves the schema, and needs nothing", resp.Status, resp.Reason)
+			}
+		})
+	}
+	t.Run("Update/SecretNotFound", func(t *testing.T) {
+		t.Parallel()
+		resp := runMigrate(t, cfn.RequestUpdate, secretEnv(secretsManagerNotFound(t))...)
+		if resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, "DB_SECRET_ARN") {
+			t.Errorf("got Status %s, Reason %q; want FAILED naming DB_SECRET_ARN", resp.Status, resp.Reason)
+		}
+	})
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // TestInitFailures starts functions with a setting missing or bad: each
@@ -599,7 +683,6 @@ func TestInitFailures(t *testing.T) {
 	cases = append(cases,
 		tc{"ShortAdminToken/upload", "upload", "ADMIN_TOKEN", []string{dbURL, "ADMIN_TOKEN=short"}},
 		tc{"NoDatabaseURL/sweep", "sweep", "DATABASE_URL", nil},
-		tc{"NoDatabaseURL/migrate", "migrate", "DATABASE_URL", nil},
 		tc{"NoDatabaseURL/list", "list", "DATABASE_URL", []string{"ADMIN_TOKEN=" + adminToken}},
 		tc{"BadUploadTTL/upload", "upload", "UPLOAD_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "UPLOAD_TTL=abc"}},
 		tc{"BadUploadTTL/sweep", "sweep", "UPLOAD_TTL", []string{dbURL, "UPLOAD_TTL=abc"}},

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/app"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
@@ -51,9 +51,9 @@ Exit codes: 0 done, 1 failure, 2 usage error.
 `
 
 const tokenUsage = `Usage:
-  pendingctl token create --workspace W [--json]
-  pendingctl token list [--workspace W] [--json]
-  pendingctl token revoke --workspace W ID|PREFIX|TOKEN
+  pendingctl token create --workspace W [--json] [--stack S | --function F]
+  pendingctl token list [--workspace W] [--json] [--stack S | --function F]
+  pendingctl token revoke --workspace W ID|PREFIX|TOKEN [--stack S | --function F]
 
 Manage workspace tokens: a workspace token lets its workspace (and only it)
 list, download and ack its uploads, and upload to it.
@@ -66,18 +66,32 @@ list, download and ack its uploads, and upload to it.
   revoke    revoke W's live tokens matching an ID or a PREFIX from 'list',
             or the token itself.
 
+Without --stack or --function the command talks to the database
+(DATABASE_URL). With either, it asks the deployed stack's admin function
+instead, with your AWS credentials (environment, profile, SSO: the AWS
+SDK's usual chain, AWS_REGION or the profile's region): no tunnel to the
+database is needed, only lambda:InvokeFunction on the function (and
+cloudformation:DescribeStacks on the stack, for --stack).
+
 Flags:
   --workspace W      the workspace's UUID
   --json             print JSON (create: {"token","id","prefix",
-                     "workspace_id","created_at"}; list: an array)
-  --limit N          list: at most N tokens (default 100)
+                     "workspace_id","created_at"}; list: an array;
+                     revoke: {"revoked":n})
+  --limit N          list: at most N tokens, 1 to 1000 (default 100)
+  --stack S          ask the admin function of CloudFormation stack S (its
+                     output AdminFunctionName)
+  --function F       ask the admin function F (a name or an ARN)
   --timeout D        give up after D (default 1m)
 
-` + dbEnvUsage + `
+` + dbEnvUsage + `  AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL_CLOUDFORMATION
+                     with --function, --stack: other endpoints for Lambda
+                     and CloudFormation (the AWS SDK's own settings)
+
 Exit codes: 0 done, 1 failure (revoke: no live token matched), 2 usage error.
 
 Example:
-  export PENDINGUPLOADS_TOKEN=$(pendingctl token create --workspace 6f1c2d3e-0000-4000-8000-000000000001)
+  export PENDINGUPLOADS_TOKEN=$(pendingctl token create --stack pendinguploads --workspace 6f1c2d3e-0000-4000-8000-000000000001)
 `
 
 const sweepUsage = `Usage: pendingctl sweep [flags]
@@ -212,8 +226,10 @@ func runToken(ctx context.Context, e env, args []string) error {
 	fs := newFlags("token " + sub)
 	wsFlag := fs.String("workspace", "", "")
 	asJSON := fs.Bool("json", false, "")
-	limit := fs.Int("limit", 100, "")
+	limit := fs.Int("limit", admin.DefaultLimit, "")
 	timeout := fs.Duration("timeout", time.Minute, "")
+	function := fs.String("function", "", "")
+	stack := fs.String("stack", "", "")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -230,6 +246,9 @@ func runToken(ctx context.Context, e env, args []string) error {
 				return err
 			}
 		}
+		if *limit < 1 || *limit > admin.MaxLimit {
+			return usagef("--limit must be 1 to %d", admin.MaxLimit)
+		}
 	default:
 		return usagef("unknown token command %q: want create, list or revoke", sub)
 	}
@@ -239,63 +258,72 @@ func runToken(ctx context.Context, e env, args []string) error {
 	if sub != "revoke" && len(rest) > 0 {
 		return usagef("unexpected argument %q", rest[0])
 	}
+	if *function != "" && *stack != "" {
+		return usagef("--function and --stack both name the admin function: pass one")
+	}
+	req := admin.Request{Action: sub}
+	if ws != uuid.Nil {
+		req.Workspace = ws.String()
+	}
+	switch sub {
+	case "list":
+		req.Limit = *limit
+	case "revoke":
+		req.Match = rest[0]
+	}
+
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	a, err := openApp(ctx, e)
+	var svc tokenService
+	if *function != "" || *stack != "" {
+		svc, err = functionTokens(ctx, e, *function, *stack)
+	} else {
+		var close func()
+		svc, close, err = databaseTokens(ctx, e)
+		if err == nil {
+			defer close()
+		}
+	}
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	switch sub {
-	case "create":
-		tok, info, err := auth.CreateToken(ctx, a.Pool, ws)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(e.stdout, map[string]any{"token": tok, "id": info.ID, "prefix": info.Prefix,
-				"workspace_id": info.WorkspaceID, "created_at": info.CreatedAt})
-		}
-		fmt.Fprintln(e.stdout, tok)
-		fmt.Fprintf(e.stderr, "token %s (%s…) for workspace %s: shown once, store it now.\n", info.ID, info.Prefix, info.WorkspaceID)
-		return nil
-	case "list":
-		ts, err := auth.ListTokens(ctx, a.Pool, ws, *limit)
-		if err != nil {
-			return err
-		}
-		return printTokens(e.stdout, *asJSON, ts)
-	default:
-		n, err := auth.RevokeToken(ctx, a.Pool, ws, rest[0])
-		if errors.Is(err, auth.ErrTokenNotFound) {
+	ans, err := svc(ctx, req)
+	if err != nil {
+		return err
+	}
+	if ans.Error != nil {
+		if ans.Error.Code == admin.CodeNotFound {
 			return fmt.Errorf("no live token of workspace %s matches (see 'pendingctl token list --workspace %s')", ws, ws)
 		}
-		if err != nil {
-			return err
-		}
+		return fmt.Errorf("refused (%s): %s", ans.Error.Code, ans.Error.Message)
+	}
+	switch {
+	case sub == "create" && ans.Create != nil:
+		c := ans.Create
 		if *asJSON {
-			return writeJSON(e.stdout, map[string]any{"revoked": n})
+			return writeJSON(e.stdout, c)
 		}
-		fmt.Fprintf(e.stdout, "revoked %d token(s)\n", n)
+		fmt.Fprintln(e.stdout, c.Token)
+		fmt.Fprintf(e.stderr, "token %s (%s…) for workspace %s: shown once, store it now.\n", c.ID, c.Prefix, c.WorkspaceID)
+		return nil
+	case sub == "list" && ans.List != nil:
+		return printTokens(e.stdout, *asJSON, ans.List.Tokens)
+	case sub == "revoke" && ans.Revoke != nil:
+		if *asJSON {
+			return writeJSON(e.stdout, ans.Revoke)
+		}
+		fmt.Fprintf(e.stdout, "revoked %d token(s)\n", ans.Revoke.Revoked)
 		return nil
 	}
+	return fmt.Errorf("%s: the answer is not a %s answer", sub, sub)
 }
 
-func printTokens(w io.Writer, asJSON bool, ts []auth.TokenInfo) error {
+func printTokens(w io.Writer, asJSON bool, ts []admin.Token) error {
 	if asJSON {
-		type row struct {
-			ID          string     `json:"id"`
-			WorkspaceID uuid.UUID  `json:"workspace_id"`
-			Prefix      string     `json:"prefix"`
-			CreatedAt   time.Time  `json:"created_at"`
-			LastUsedAt  *time.Time `json:"last_used_at"`
-			RevokedAt   *time.Time `json:"revoked_at"`
+		if ts == nil {
+			ts = []admin.Token{}
 		}
-		rows := []row{}
-		for _, t := range ts {
-			rows = append(rows, row{t.ID, t.WorkspaceID, t.Prefix, t.CreatedAt, t.LastUsedAt, t.RevokedAt})
-		}
-		return writeJSON(w, rows)
+		return writeJSON(w, ts)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPREFIX\tWORKSPACE\tCREATED\tLAST_USED\tREVOKED")

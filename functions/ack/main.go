@@ -11,5 +11,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, nil)
-	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.AckRoute)))
+	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.RoutesOf("ack")...)))
 }

@@ -12,5 +12,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, s3blobs.OpenBucket)
-	lambda.Start(lambdafn.Stream(a.API.Handler(httpapi.ContentRoute)))
+	lambda.Start(lambdafn.Stream(a.API.Handler(httpapi.RoutesOf("content")...)))
 }

@@ -1,4 +1,6 @@
-// Command list is the Lambda function behind GET /workspaces/{workspaceId}/pending-uploads.
+// Command list is the Lambda function behind GET
+// /workspaces/{workspaceId}/pending-uploads and the public GET /uploads/limits
+// (httpapi.RoutesOf("list")).
 package main
 
 import (
@@ -11,5 +13,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, nil)
-	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.ListRoute, httpapi.LimitsRoute)))
+	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.RoutesOf("list")...)))
 }

@@ -1,4 +1,7 @@
-// Command presign is the Lambda function behind POST /workspaces/{workspaceId}/chat/uploads/presign.
+// Command presign is the Lambda function behind the presign routes: POST
+// /workspaces/{workspaceId}/chat/uploads/presign, and the resume (POST) and
+// abort (DELETE) of /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}
+// (httpapi.RoutesOf("presign")).
 package main
 
 import (
@@ -12,5 +15,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, s3blobs.OpenBucket)
-	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.PresignRoute)))
+	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.RoutesOf("presign")...)))
 }

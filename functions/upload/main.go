@@ -12,5 +12,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, s3blobs.OpenBucket)
-	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.UploadRoute)))
+	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.RoutesOf("upload")...)))
 }

@@ -32,10 +32,16 @@ type App struct {
 	// never log it.
 	DatabaseURL string
 	Pool        *pgxpool.Pool
-	Store       *pendinguploads.Store
-	API         *httpapi.API // nil when no admin token is configured (sweep, migrate)
-	Logger      *slog.Logger
-	Metrics     *metrics.Emitter
+	// DB is what the store and the token look-ups query through: the
+	// pool, or with DB_SECRET_ARN the pool that re-reads the password
+	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
+	// either one with the timeouts set in each transaction (pooledDB).
+	// Token administration (internal/admin) uses it too.
+	DB      auth.DB
+	Store   *pendinguploads.Store
+	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)
+	Logger  *slog.Logger
+	Metrics *metrics.Emitter
 }
 
 // Options are the process-level pieces New does not read from Config.
@@ -108,7 +114,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
-		if dbURL, err = DatabaseURLFromSecret(s); err != nil {
+		if dbURL, err = DatabaseURLFromSecret(s, cfg.DBEndpoint); err != nil {
 			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
 		var v rdsSecret
@@ -169,6 +175,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
 		}
 	}
+	a.DB = db
 	tokens := auth.NewTokens(db)
 	tokens.Logger = log
 	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))

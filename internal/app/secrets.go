@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
 )
 
 // SecretsAPI is the one Secrets Manager call the service makes.
@@ -52,12 +54,18 @@ func secretStage(ctx context.Context, sm SecretsAPI, arn, stage string) (string,
 	return *out.SecretString, nil
 }
 
-// DatabaseURLFromSecret builds a connection URL from an RDS-shaped secret.
-// TLS is required (sslmode=require): RDS offers it everywhere.
-func DatabaseURLFromSecret(secret string) (string, error) {
+// DatabaseURLFromSecret builds a connection URL from a secret of RDS's
+// JSON shape: the full one of a secret written for RDS (host, port,
+// username, password, dbname), or the username and password alone of an
+// RDS-managed master secret, with ep saying where the database is. A field
+// set in ep wins over the secret's (a proxy in front of the database has
+// a host of its own); the port defaults to 5432 and the database to
+// postgres. TLS is required (sslmode=require): RDS offers it everywhere.
+// The error never carries the password.
+func DatabaseURLFromSecret(secret string, ep config.DBEndpoint) (string, error) {
 	var s rdsSecret
 	if err := json.Unmarshal([]byte(secret), &s); err != nil {
-		return "", errors.New("not JSON of the RDS shape (host, port, username, password, dbname)")
+		return "", errors.New("not JSON of the RDS shape (username, password; host, port, dbname unless DB_HOST, DB_PORT, DB_NAME say)")
 	}
 	port := 5432
 	if p := strings.Trim(string(s.Port), `"`); p != "" {
@@ -67,8 +75,20 @@ func DatabaseURLFromSecret(secret string) (string, error) {
 		}
 		port = n
 	}
-	if s.Host == "" || s.Username == "" {
-		return "", errors.New("host and username are required")
+	if ep.Host != "" {
+		s.Host = ep.Host
+	}
+	if ep.Port != 0 {
+		port = ep.Port
+	}
+	if ep.Name != "" {
+		s.DBName = ep.Name
+	}
+	switch {
+	case s.Username == "":
+		return "", errors.New("username is required")
+	case s.Host == "":
+		return "", errors.New("no host: the secret has none (an RDS-managed secret holds only username and password) and DB_HOST is unset")
 	}
 	if s.DBName == "" {
 		s.DBName = "postgres"

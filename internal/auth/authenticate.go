@@ -22,9 +22,9 @@ var (
 	// session cookie that this deployment checks.
 	ErrMissing = errors.New("auth: missing credentials")
 	// ErrForeignOrigin: a session cookie on a request that another site's
-	// page may have made (cross-site request forgery): its Origin is not
-	// one of this service's, or, without an Origin, Sec-Fetch-Site is not
-	// same-origin.
+	// page may have made (cross-site request forgery): the browser does
+	// not say Sec-Fetch-Site same-origin, and its Origin is not one of
+	// this service's (or, without an Origin, Sec-Fetch-Site is present).
 	ErrForeignOrigin = errors.New("auth: session cookie from a foreign origin")
 )
 
@@ -100,19 +100,22 @@ func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 }
 
 // sameSite reports whether a cookie-carrying request came from one of
-// the service's own pages: its Origin is listed, or it has no Origin
-// (browsers send none on a same-origin GET) and Sec-Fetch-Site says
-// same-origin or is absent (not a browser, which cannot be made to send
-// a victim's cookie).
+// the service's own pages: the browser says Sec-Fetch-Site same-origin
+// (a page's script cannot set a Sec-Fetch-* header, so only the browser
+// asserts it: a second host name of the same deployment is served as
+// well as the first, OWASP's fetch-metadata rule), or its Origin is
+// listed, or it has neither an Origin nor Sec-Fetch-Site (not a browser,
+// which cannot be made to send a victim's cookie). same-site (a sibling
+// tenant), cross-site and none from an unlisted origin are not.
 func (a *Authenticator) sameSite(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site == "same-origin" {
+		return true
+	}
 	if origin := r.Header.Get("Origin"); origin != "" || len(r.Header.Values("Origin")) > 0 {
 		return slices.Contains(a.Origins, origin)
 	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin":
-		return true
-	}
-	return false
+	return site == ""
 }
 
 // Verify looks a Bearer identity up on its own (see Tokens.Verify).

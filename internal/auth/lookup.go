@@ -32,6 +32,10 @@ var (
 	// call names: another workspace's token, or an org token anchored to
 	// another org.
 	ErrNotAllowed = errors.New("auth: token not allowed for this workspace")
+	// ErrSchemaChanged wraps a look-up's error when the tables it read
+	// changed under it (SchemaChanged): the database is there but the
+	// call cannot be checked now; a retry can (HTTP answers 503).
+	ErrSchemaChanged = errors.New("auth: token tables changed")
 )
 
 // Tokens looks bearer tokens up in the database: the workspace tokens
@@ -42,7 +46,11 @@ var (
 // Which tables exist is read once, at the first look-up that needs it
 // (one round trip in the life of a process): the service alone has no
 // org_api_tokens, and then org tokens simply do not exist. A database
-// that gains the table later is seen by processes started after.
+// that gains the table later is seen by processes started after. One
+// that loses it (a platform migration renames it) is seen at once: the
+// statement that meets the missing relation fails, SchemaChanged drops
+// what was read, and the next look-up reads it again (workspace tokens
+// go on working; org tokens are then unknown, refused).
 type Tokens struct {
 	db DB
 	// Logger receives what does not fail a request: a stamp that could
@@ -97,6 +105,29 @@ func (t *Tokens) readSchema(ctx context.Context) (schema, error) {
 	}
 	t.schema.Store(&s)
 	return s, nil
+}
+
+// SchemaChanged reports whether err (a statement's, carrying a look-up or
+// a guard) says that a relation, column or function it named is gone
+// (SQLSTATE 42P01, 42703, 42883): then the schema read before is
+// forgotten, to be read again by the next look-up, and the caller answers
+// as for an unavailable database (a retry runs with the schema as it is
+// now). Other errors leave it alone.
+func (t *Tokens) SchemaChanged(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "42P01", "42703", "42883": // undefined_table, undefined_column, undefined_function
+	default:
+		return false
+	}
+	if t.schema.Swap(nil) != nil {
+		t.logger().Warn("a statement met a relation, column or function that is gone; the token tables are read again at the next look-up",
+			"sqlstate", pgErr.Code, "err", err)
+	}
+	return true
 }
 
 // Check is the check of one call's identity for one workspace, in the
@@ -260,7 +291,9 @@ func (c *Check) settle() error {
 		return ErrInvalid
 	}
 	id := c.id
-	id.TokenPrefix, id.table, id.stale = f.prefix, f.table, f.stale
+	// last_used_at moves only for a token accepted for this call: a
+	// refused one (probing) must not look like use in the audit trail.
+	id.TokenPrefix, id.table, id.stale = f.prefix, f.table, f.stale && f.allowed
 	if f.workspaceID != nil {
 		id.Kind, id.WorkspaceID = Workspace, *f.workspaceID
 	} else {
@@ -292,6 +325,9 @@ func (t *Tokens) Verify(ctx context.Context, id *Identity, ws *uuid.UUID) error 
 	b := &pgx.Batch{}
 	c.queue(b, ws)
 	if err := t.db.SendBatch(ctx, b).Close(); err != nil {
+		if t.SchemaChanged(err) {
+			return fmt.Errorf("token look-up: %w: %w", ErrSchemaChanged, err)
+		}
 		return fmt.Errorf("token look-up: %w", err)
 	}
 	return c.settle()

@@ -101,6 +101,11 @@ func TestSessions(t *testing.T) {
 			cookieRequest(member, "", "same-site"), // an <img> or no-cors GET from a sibling subdomain
 			cookieRequest(member, "", "cross-site"),
 			cookieRequest(member, "", "none"),
+			// An unlisted origin is refused whatever else the browser says
+			// but same-origin: a sibling tenant is same-site.
+			cookieRequest(member, "https://evil.example.com", "same-site"),
+			cookieRequest(member, "https://evil.example.com", "cross-site"),
+			cookieRequest(member, "https://evil.example.com", "none"),
 		} {
 			if _, err := a.Identify(r); !errors.Is(err, auth.ErrForeignOrigin) {
 				t.Fatalf("Origin %q, Sec-Fetch-Site %q: got %v, want ErrForeignOrigin",
@@ -114,6 +119,12 @@ func TestSessions(t *testing.T) {
 			if _, err := a.Identify(cookieRequest(member, "", site)); err != nil {
 				t.Fatalf("no Origin, Sec-Fetch-Site %q: got %v, want served", site, err)
 			}
+		}
+		// A second host name of the same deployment (the tenant's edge
+		// answering on two names): not listed, but the browser itself
+		// says same-origin.
+		if _, err := a.Identify(cookieRequest(member, "https://uploads2.example.com", "same-origin")); err != nil {
+			t.Fatalf("unlisted Origin, Sec-Fetch-Site same-origin: got %v, want served", err)
 		}
 	})
 	t.Run("BearerFirst", func(t *testing.T) {

@@ -19,6 +19,9 @@ import (
 type Config struct {
 	DatabaseURL string // DATABASE_URL
 	DBSecretARN string // DB_SECRET_ARN: Secrets Manager, RDS JSON shape
+	// DBEndpoint (DB_HOST, DB_PORT, DB_NAME) says where the database of
+	// DB_SECRET_ARN is, over the secret's own fields.
+	DBEndpoint DBEndpoint
 	// DatabaseQueryMode (DATABASE_QUERY_MODE) is how the pool sends
 	// statements: QueryModeCacheStatement (the default) or QueryModeExec,
 	// for a transaction pooler (RDS Proxy, PgBouncer in transaction mode).
@@ -71,6 +74,17 @@ type Config struct {
 	// paths): a cookie-authenticated request must come from it or from a
 	// CORS origin.
 	PublicOrigin string
+}
+
+// DBEndpoint is where the database of DB_SECRET_ARN is, when the secret
+// does not say (an RDS-managed master secret holds only username and
+// password) or says otherwise (a proxy in front has a host of its own).
+// Each field set wins over the secret's; an empty one (0) leaves it. Not
+// used with DATABASE_URL.
+type DBEndpoint struct {
+	Host string // DB_HOST
+	Port int    // DB_PORT
+	Name string // DB_NAME: the database
 }
 
 // SessionOrigins are the origins a cookie-authenticated request may come
@@ -157,8 +171,12 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
 		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
 		SecretsEndpoint:     strings.TrimSpace(getenv("SECRETS_MANAGER_ENDPOINT")),
-		CPUpstreamURL:       strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
-		OrgSlug:             strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
+		DBEndpoint: DBEndpoint{
+			Host: strings.TrimSpace(getenv("DB_HOST")),
+			Name: strings.TrimSpace(getenv("DB_NAME")),
+		},
+		CPUpstreamURL: strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
+		OrgSlug:       strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
 	}
 	var errs []error
 	add := func(err error) {
@@ -180,6 +198,8 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.MultipartThresholdBytes, err = bytesVar(getenv, "MULTIPART_THRESHOLD_BYTES", limits.DefaultMultipartThresholdBytes, limits.MinPartBytes, MaxFileBytesCap)
 	add(err)
 	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
+	add(err)
+	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
 	add(err)
 	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
 	add(err)
@@ -264,6 +284,19 @@ func bytesVar(getenv func(string) string, name string, def, lo, hi int64) (int64
 	}
 	if n < lo || n > hi {
 		return 0, fmt.Errorf("%s: want %d to %d bytes, got %d", name, lo, hi, n)
+	}
+	return n, nil
+}
+
+// portVar reads a TCP port; unset is 0.
+func portVar(getenv func(string) string, name string) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("%s: want a port number, 1 to 65535, got %q", name, v)
 	}
 	return n, nil
 }

@@ -145,3 +145,20 @@ func TestSessionSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestDBEndpoint: DB_HOST, DB_PORT and DB_NAME are read as given, unset
+// is empty (the secret's), and a port that is not one names DB_PORT.
+func TestDBEndpoint(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"DB_HOST": " db.internal ", "DB_PORT": "5433", "DB_NAME": "uploads"}), 0)
+	if err != nil || c.DBEndpoint != (config.DBEndpoint{Host: "db.internal", Port: 5433, Name: "uploads"}) {
+		t.Fatalf("got %+v, %v", c.DBEndpoint, err)
+	}
+	if c, err := config.Load(env(nil), 0); err != nil || c.DBEndpoint != (config.DBEndpoint{}) {
+		t.Fatalf("unset: got %+v, %v; want the zero endpoint", c.DBEndpoint, err)
+	}
+	for _, bad := range []string{"0", "65536", "port", "-1"} {
+		if _, err := config.Load(env(map[string]string{"DB_PORT": bad}), 0); err == nil || !strings.Contains(err.Error(), "DB_PORT") {
+			t.Errorf("DB_PORT=%q: got %v, want an error naming DB_PORT", bad, err)
+		}
+	}
+}

@@ -7,5 +7,9 @@
 // functions and the bucket; and template.yaml, lambda.mk and the
 // directories under functions/ name the same functions: functions/ holds
 // only deployed functions (the harness's hello-world lives in the test
-// kit). The package has tests only.
+// kit). For a parameter set, the tests evaluate the template's Conditions
+// and Rules as CloudFormation would (conditions_test.go) and hold each
+// shape to what it must create: every default deploys from zero (its own
+// network, database, secrets and bucket), and given a network and a
+// database it creates none of them. The package has tests only.
 package deploytest

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
@@ -41,5 +42,25 @@ func TestParameterRangesFitConfig(t *testing.T) {
 	}
 	if got := scalar(get(tpl.doc, "Parameters", "MaxFileBytes", "MaxValue")); got != "104857600" || config.MaxFileBytesCap != 104857600 {
 		t.Errorf("MaxFileBytes MaxValue %s, configuration's cap %d: want both 104857600", got, config.MaxFileBytesCap)
+	}
+}
+
+// TestContentOutlastsTheLargestFile: the content function streams a file
+// of MaxFileBytes's largest value within its timeout, at the pace API
+// Gateway sends a stream (its first 10 MB at full speed, then 2 MB/s), so
+// that the cap's default of 100 MiB is one every client can fetch.
+func TestContentOutlastsTheLargestFile(t *testing.T) {
+	tpl := loadTemplate(t)
+	largest, err := strconv.ParseFloat(scalar(get(tpl.doc, "Parameters", "MaxFileBytes", "MaxValue")), 64)
+	if err != nil {
+		t.Fatalf("MaxFileBytes MaxValue: %v", err)
+	}
+	need := max(largest-10e6, 0) / 2e6 // seconds
+	timeout, err := strconv.Atoi(scalar(get(tpl.functions["Content"].node, "Properties", "Timeout")))
+	if err != nil {
+		t.Fatalf("Content Timeout: %v", err)
+	}
+	if float64(timeout) < need {
+		t.Errorf("Content Timeout %d s: streaming %.0f bytes takes %.0f s at API Gateway's pace", timeout, largest, need)
 	}
 }

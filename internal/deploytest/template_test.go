@@ -414,6 +414,23 @@ func TestSweepAndMigrate(t *testing.T) {
 	})
 }
 
+// TestAdminFunction: the admin function (tokens without a tunnel) has no
+// event, so nothing but an IAM-signed Invoke reaches it, and the output
+// pendingctl token --stack reads names it.
+func TestAdminFunction(t *testing.T) {
+	tpl := loadTemplate(t)
+	fn, ok := tpl.functions["Admin"]
+	if !ok {
+		t.Fatal("template.yaml: no Admin function")
+	}
+	if ev := get(fn.node, "Properties", "Events"); ev != nil {
+		t.Errorf("template.yaml: Admin has Events; it must be reached only by lambda:InvokeFunction")
+	}
+	if ref(get(tpl.doc, "Outputs", "AdminFunctionName", "Value")) != "Admin" {
+		t.Errorf("template.yaml: want an output AdminFunctionName of !Ref Admin (pendingctl token --stack reads it)")
+	}
+}
+
 // TestMakeTargets checks that make build-<LogicalId> builds what Lambda
 // runs, from the directory the template says.
 func TestMakeTargets(t *testing.T) {

@@ -159,6 +159,11 @@ func TestSessionCookieFromAForeignOrigin(t *testing.T) {
 		"AckFromSibling":  cookieReq(t, "POST", ackURL(srv, ws.String(), f.FileID), session, sibling, "", nil),
 		"CredentialedGET": cookieReq(t, "GET", contentURL(srv, ws.String(), f.FileID), session, sibling, "", nil),
 		"OpaqueOrigin":    cookieReq(t, "POST", ackURL(srv, ws.String(), f.FileID), session, "null", "", nil),
+		"SiblingTenantSameSite": func() *http.Request {
+			r := cookieReq(t, "POST", ackURL(srv, ws.String(), f.FileID), session, sibling, "", nil)
+			r.Header.Set("Sec-Fetch-Site", "same-site")
+			return r
+		}(),
 		"ImgTag": func() *http.Request {
 			r := cookieReq(t, "GET", contentURL(srv, ws.String(), f.FileID), session, "", "", nil)
 			r.Header.Set("Sec-Fetch-Site", "same-site")
@@ -180,6 +185,14 @@ func TestSessionCookieFromAForeignOrigin(t *testing.T) {
 		t.Errorf("a refused request stamped the row: fetched %v→%v, acked %v→%v", fetched, f2, acked, a2)
 	}
 
+	t.Run("SecondHostOfTheDeployment", func(t *testing.T) {
+		// The tenant's edge answers on a second name, not in the
+		// configuration; the browser marks its pages' requests
+		// same-origin, which no page script can forge.
+		r := cookieReq(t, "GET", listURL(srv, ws.String()), session, "https://uploads2.acme.example.com", "", nil)
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+		wantStatus(t, send(t, r), http.StatusOK)
+	})
 	for name, site := range map[string]string{"SameOriginDownload": "same-origin", "NotABrowser": ""} {
 		t.Run(name, func(t *testing.T) {
 			r := cookieReq(t, "GET", contentURL(srv, ws.String(), f.FileID), session, "", "", nil)

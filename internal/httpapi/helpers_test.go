@@ -391,11 +391,5 @@ func stageOne(srv *apptest.Server, ws uuid.UUID, data []byte, name, mimetype str
 // functionHandler is the handler of one Lambda function: the routes of
 // the table that name it, as its main serves them.
 func functionHandler(srv *apptest.Server, function string) http.Handler {
-	var routes []httpapi.Route
-	for _, rt := range httpapi.Routes {
-		if rt.Function == function {
-			routes = append(routes, rt)
-		}
-	}
-	return srv.App.API.Handler(routes...)
+	return srv.App.API.Handler(httpapi.RoutesOf(function)...)
 }

@@ -36,3 +36,18 @@ var (
 // functions, the dev server, and the tests of openapi.yaml and
 // template.yaml read.
 var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ListRoute, ContentRoute, AckRoute, LimitsRoute}
+
+// RoutesOf returns the routes of Routes that function (a directory under
+// functions/) serves, in the table's order: what its main hands to
+// Handler, and what the tests that build a function's handler take, so
+// that the table is the one place that says which function serves what.
+// A function with no HTTP route gets none.
+func RoutesOf(function string) []Route {
+	var routes []Route
+	for _, rt := range Routes {
+		if rt.Function == function {
+			routes = append(routes, rt)
+		}
+	}
+	return routes
+}

@@ -20,26 +20,41 @@ import (
 
 // MustInit reads the configuration and assembles the app, with the bucket
 // that openBucket opens (nil for a function that touches no object: it
-// then links no S3 client). On a bad or missing setting it logs one JSON
-// line naming the variable and exits with status 1: Lambda records a
-// failed init, and nothing is guessed.
+// then links no S3 client). On a bad or missing setting, or a secret it
+// cannot read, it logs one JSON line naming the variable (Init's) and
+// exits with status 1: Lambda records a failed init, and nothing is
+// guessed.
 func MustInit(need config.Requirement, openBucket app.BucketOpener) *app.App {
+	a, err := Init(need, openBucket)
+	if err != nil {
+		os.Exit(1)
+	}
+	return a
+}
+
+// Init is MustInit without the exit, for a function that must answer its
+// caller even when it cannot be set up (the migrate custom resource
+// answers CloudFormation, which otherwise waits for its timeout). It sets
+// the JSON logger as slog's default either way, logs one "init failed"
+// line naming the variable at fault, and returns that error with a nil
+// app.
+func Init(need config.Requirement, openBucket app.BucketOpener) (*app.App, error) {
 	log := slog.New(reqlog.NewHandler(slog.NewJSONHandler(os.Stdout, nil)))
 	slog.SetDefault(log)
 	cfg, err := config.Load(os.Getenv, need)
 	if err != nil {
 		log.Error("init failed", "err", err.Error())
-		os.Exit(1)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, cfg, app.Options{Logger: log, MetricsOut: os.Stdout, OpenBucket: openBucket})
 	if err != nil {
 		log.Error("init failed", "err", err.Error())
-		os.Exit(1)
+		return nil, err
 	}
 	a.Metrics.Fields = reqlog.Fields
-	return a
+	return a, nil
 }
 
 // Margin is kept back from the invocation's deadline, so that a slow

@@ -69,7 +69,7 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		return rows.Err()
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return 0, wrap(fmt.Sprintf("ack %s", fileID), err)
+		return 0, s.batchError(fmt.Sprintf("ack %s", fileID), err)
 	}
 	if err := check.Settle(); err != nil {
 		return 0, tokenError(err)

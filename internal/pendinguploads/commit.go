@@ -232,12 +232,16 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 		return nil, false, err // the staging objects stay, for a retry
 	}
 	// Committed: the objects under objects/ are the files now. The
-	// lifecycle rule removes any staging object this misses.
+	// lifecycle rule removes any staging object this misses, a day
+	// later: the file is then twice in the bucket, so it is said.
 	keys := make([]string, len(uploadIDs))
 	for i, id := range uploadIDs {
 		keys[i] = promised[id].stagingKey()
 	}
-	_ = s.bucket.Delete(ctx, keys)
+	if err := s.bucket.Delete(ctx, keys); err != nil {
+		s.logger().Warn("staging copies not deleted after the commit; the bucket's lifecycle rule removes them within a day",
+			"workspace_id", workspaceID, "keys", len(keys), "err", err)
+	}
 	return recs, false, nil
 }
 
@@ -479,7 +483,7 @@ func (s *Store) recordPromises(ctx context.Context, id *auth.Identity, workspace
 		return nil
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return wrap("record presigned", err)
+		return s.batchError("record presigned", err)
 	}
 	if err := check.Settle(); err != nil {
 		return tokenError(err)
@@ -521,7 +525,7 @@ func (s *Store) lookupPromises(ctx context.Context, check *auth.Check, workspace
 		return rows.Err()
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, wrap("lookup presigned", err)
+		return nil, s.batchError("lookup presigned", err)
 	}
 	if err := check.Settle(); err != nil {
 		return nil, tokenError(err)

@@ -8,6 +8,8 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // MaxFilenameBytes is the longest filename the schema accepts.
@@ -92,7 +94,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, auth.ErrSchemaChanged) {
 		return true
 	}
 	var pgErr *pgconn.PgError

@@ -85,7 +85,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		return rows.Err()
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return Record{}, wrap(fmt.Sprintf("fetch %s", fileID), err)
+		return Record{}, s.batchError(fmt.Sprintf("fetch %s", fileID), err)
 	}
 	if err := check.Settle(); err != nil {
 		return Record{}, tokenError(err)

@@ -111,7 +111,7 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		return rows.Err()
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, wrap(fmt.Sprintf("list %s", workspaceID), err)
+		return nil, nil, s.batchError(fmt.Sprintf("list %s", workspaceID), err)
 	}
 	if err := check.Settle(); err != nil {
 		return nil, nil, tokenError(err)

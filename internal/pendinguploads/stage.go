@@ -109,7 +109,7 @@ func (s *Store) precheck(ctx context.Context, check *auth.Check, q *quota, works
 		return nil
 	}
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return wrap("check", err)
+		return s.batchError("check", err)
 	}
 	if err := check.Settle(); err != nil {
 		return tokenError(err)
@@ -132,7 +132,7 @@ func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins
 		} else {
 			s.discard(ctx, recs)
 		}
-		return wrap("stage", err)
+		return s.batchError("stage", err)
 	}
 	if err := check.Settle(); err != nil {
 		s.discard(ctx, recs)
@@ -346,6 +346,19 @@ func (s *Store) check(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 		return nil, wrap("token check", err)
 	}
 	return c, nil
+}
+
+// batchError wraps the error of a batch that carried a token look-up or
+// guard, as wrap does; when the batch met a relation, column or function
+// that is gone (the platform's token tables changed under the service),
+// the tokens read the schema again at the next call and this one is
+// ErrUnavailable: 503, and the retry is checked against the tables as
+// they are now, never a 500 for every caller until a restart.
+func (s *Store) batchError(op string, err error) error {
+	if s.tokens.SchemaChanged(err) {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return wrap(op, err)
 }
 
 // tokenError passes a token's refusal through as it is, and wraps a

@@ -3,6 +3,7 @@ package pendinguploads
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -62,6 +63,16 @@ type Store struct {
 	// Now is the clock the sweep reads the bucket's object ages against
 	// (New sets time.Now).
 	Now func() time.Time
+	// Logger receives what does not fail a call but an operator should
+	// see: a cleanup the bucket refused (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (s *Store) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }
 
 // New returns a Store over db and, unless bucket is nil, that bucket,

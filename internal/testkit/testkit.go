@@ -11,7 +11,11 @@
 //	apptest     the whole service (config, pool, store, API) in a test,
 //	            served on loopback, with tokens and helpers to read its state
 //	lambdatest  a function built as Lambda builds it, driven through a
-//	            Runtime API of its own (hello: its hello-world baseline)
+//	            Runtime API of its own (hello: its hello-world baseline),
+//	            and Lambda's Invoke API in front of it (ServeInvoke)
+//	gatewaytest a loopback REST API Gateway in front of every function
+//	            binary, each route invoking the function httpapi.Routes
+//	            names: clients run against the binaries as against AWS
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
 //

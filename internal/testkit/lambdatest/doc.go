@@ -22,6 +22,13 @@
 // A package that does not call Cleanup leaves its binaries in a
 // lambdatest-* directory under os.TempDir.
 //
+// ServeInvoke puts Lambda's own Invoke API (POST
+// /2015-03-31/functions/{name}/invocations, as the Runtime Interface
+// Emulator serves it) in front of running functions, for programs that
+// call Lambda through the AWS SDK (AWS_ENDPOINT_URL_LAMBDA):
+//
+//	srv := lambdatest.ServeInvoke(t, map[string]*lambdatest.Runtime{"stack-Admin-1A2B": rt})
+//
 // The Runtime API server implements exactly what aws-lambda-go v1.55.1's
 // client calls (see runtime.go): GET invocation/next, POST
 // invocation/{id}/response (chunked, with the error trailers the client

@@ -1,0 +1,435 @@
+package deploytest
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
+)
+
+// besideThePlatform is the parameter set of a deploy into an existing
+// network and database (README, "Deploy beside the platform").
+var besideThePlatform = map[string]string{
+	"SubnetIds":         "subnet-0a,subnet-0b",
+	"SecurityGroupIds":  "sg-0a",
+	"DatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:platform-db-AbCdEf",
+}
+
+// ownNetwork are the resource types of the stack's own network and
+// database, which only the deploy from zero creates.
+var ownNetwork = []string{
+	"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable", "AWS::EC2::SubnetRouteTableAssociation",
+	"AWS::EC2::VPCEndpoint", "AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupEgress", "AWS::EC2::SecurityGroupIngress",
+	"AWS::RDS::DBSubnetGroup", "AWS::RDS::DBInstance", "AWS::RDS::DBCluster",
+	"AWS::RDS::DBProxy", "AWS::RDS::DBProxyTargetGroup",
+}
+
+// TestEveryParameterHasADefault: `sam deploy --guided` in an empty
+// account can take every default; a parameter without one is a question
+// the empty account has no answer to.
+func TestEveryParameterHasADefault(t *testing.T) {
+	tpl := loadTemplate(t)
+	params := get(tpl.doc, "Parameters")
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		if get(params.Content[i+1], "Default") == nil {
+			t.Errorf("Parameters.%s has no Default", params.Content[i].Value)
+		}
+	}
+	for name, want := range map[string]string{"EnableContentBucket": "true", "MaxFileBytes": strconv.Itoa(config.MaxFileBytesCap)} {
+		if got := scalar(get(params, name, "Default")); got != want {
+			t.Errorf("Parameters.%s: default %q, want %q (the production shape)", name, got, want)
+		}
+	}
+}
+
+// TestDeployFromZero: with every default, the stack creates its network
+// (two private subnets in two zones, no way to the internet, an S3
+// gateway endpoint and a Secrets Manager interface endpoint), security
+// groups that let the functions reach the database on 5432 only and the
+// endpoints on 443 only, a PostgreSQL database with an RDS-managed,
+// encrypted, backed-up secret kept as a snapshot, a generated admin
+// token, and the bucket; the functions run in that network and read
+// those secrets; nothing names a resource this shape leaves out.
+func TestDeployFromZero(t *testing.T) {
+	tpl := loadTemplate(t)
+	s := newShape(t, tpl, nil)
+	if r := s.refused(); len(r) > 0 {
+		t.Fatalf("the defaults break the Rules: %v", r)
+	}
+	s.checkRefs()
+	created := s.resources()
+	one := func(typ string) (string, *yaml.Node) {
+		t.Helper()
+		ids := s.ofType(typ)
+		if len(ids) != 1 {
+			t.Fatalf("%s: got %v, want one", typ, ids)
+		}
+		return ids[0], created[ids[0]]
+	}
+
+	vpcID, vpc := one("AWS::EC2::VPC")
+	if lit(get(vpc, "Properties", "EnableDnsSupport")) != "true" || lit(get(vpc, "Properties", "EnableDnsHostnames")) != "true" {
+		t.Errorf("%s: DNS support and hostnames must be on (the interface endpoint's private DNS)", vpcID)
+	}
+	subnets := s.ofType("AWS::EC2::Subnet")
+	zones := map[string]bool{}
+	for _, id := range subnets {
+		zones[canon(get(created[id], "Properties", "AvailabilityZone"))] = true
+		if get(created[id], "Properties", "MapPublicIpOnLaunch") != nil {
+			t.Errorf("%s: MapPublicIpOnLaunch set; the subnets are private", id)
+		}
+	}
+	if len(subnets) != 2 || len(zones) != 2 {
+		t.Errorf("subnets %v in %d zones, want 2 in 2", subnets, len(zones))
+	}
+	for _, typ := range []string{"AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::Route", "AWS::EC2::EIP"} {
+		if ids := s.ofType(typ); len(ids) > 0 {
+			t.Errorf("%s %v: the network has no way to the internet, and pays for none", typ, ids)
+		}
+	}
+	services := map[string]string{}
+	for _, id := range s.ofType("AWS::EC2::VPCEndpoint") {
+		p := get(created[id], "Properties")
+		svc := get(p, "ServiceName")
+		services[strings.TrimPrefix(svc.Value, "com.amazonaws.${AWS::Region}.")] = scalar(get(p, "VpcEndpointType"))
+	}
+	if want := map[string]string{"s3": "Gateway", "secretsmanager": "Interface"}; !mapsEqual(services, want) {
+		t.Errorf("VPC endpoints: got %v, want %v (the only AWS APIs the functions call)", services, want)
+	}
+
+	// The functions run in the stack's subnets, with its function group.
+	vc := s.resolve(get(tpl.doc, "Globals", "Function", "VpcConfig"))
+	var subnetRefs []string
+	for _, n := range get(vc, "SubnetIds").Content {
+		subnetRefs = append(subnetRefs, ref(n))
+	}
+	if slices.Sort(subnetRefs); !slices.Equal(subnetRefs, subnets) {
+		t.Errorf("Globals VpcConfig.SubnetIds: got %v, want the stack's %v", subnetRefs, subnets)
+	}
+	sgs := get(vc, "SecurityGroupIds")
+	if sgs == nil || len(sgs.Content) != 1 {
+		t.Fatalf("Globals VpcConfig.SecurityGroupIds: want one group, got %s", canon(sgs))
+	}
+	fnSG := ref(sgs.Content[0])
+	checkSecurityGroups(t, s, fnSG, "DatabaseSecurityGroup")
+
+	// The database and its secret.
+	dbID, db := one("AWS::RDS::DBInstance")
+	for _, pol := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
+		if got := scalar(get(db, pol)); got != "Snapshot" {
+			t.Errorf("%s: %s %q, want Snapshot", dbID, pol, got)
+		}
+	}
+	p := get(db, "Properties")
+	for k, want := range map[string]string{"Engine": "postgres", "ManageMasterUserPassword": "true", "StorageEncrypted": "true", "PubliclyAccessible": "false"} {
+		if got := lit(get(p, k)); got != want {
+			t.Errorf("%s.%s: got %q, want %q", dbID, k, got, want)
+		}
+	}
+	if get(p, "MasterUserPassword") != nil {
+		t.Errorf("%s: MasterUserPassword set; RDS manages the password (ManageMasterUserPassword)", dbID)
+	}
+	if days, _ := strconv.Atoi(scalar(get(p, "BackupRetentionPeriod"))); days < 1 {
+		t.Errorf("%s: BackupRetentionPeriod %q, want backups", dbID, scalar(get(p, "BackupRetentionPeriod")))
+	}
+	if got := ref(get(p, "VPCSecurityGroups").Content[0]); got != "DatabaseSecurityGroup" {
+		t.Errorf("%s: VPCSecurityGroups %s, want DatabaseSecurityGroup", dbID, got)
+	}
+	secret := "GetAtt:" + dbID + ".MasterUserSecret.SecretArn"
+	for name, want := range map[string]string{
+		"DB_SECRET_ARN": secret,
+		"DB_HOST":       "GetAtt:" + dbID + ".Endpoint.Address",
+		"DB_PORT":       "GetAtt:" + dbID + ".Endpoint.Port",
+		"DB_NAME":       "!!str" + scalar(get(p, "DBName")),
+	} {
+		if got := s.env(name); got != want {
+			t.Errorf("Globals %s: got %s, want %s", name, got, want)
+		}
+	}
+	if scalar(get(p, "DBName")) == "" {
+		t.Errorf("%s: no DBName, so no database for DB_NAME", dbID)
+	}
+
+	tokenID, token := one("AWS::SecretsManager::Secret")
+	g := get(token, "Properties", "GenerateSecretString")
+	if n, _ := strconv.Atoi(scalar(get(g, "PasswordLength"))); n < config.MinTokenLength || get(g, "SecretStringTemplate") != nil ||
+		lit(get(g, "ExcludePunctuation")) != "true" {
+		t.Errorf("%s: want a generated plain string of at least %d characters without punctuation (an Authorization header as it is)", tokenID, config.MinTokenLength)
+	}
+	checkFunctionSecrets(t, s, secret, "Ref:"+tokenID)
+
+	if ids := s.ofType("AWS::S3::Bucket"); len(ids) != 1 || s.env("CONTENT_BUCKET") != "Ref:"+ids[0] {
+		t.Errorf("the bucket: got %v and CONTENT_BUCKET %s, want one bucket the functions use", ids, s.env("CONTENT_BUCKET"))
+	}
+	for _, out := range []string{"ApiUrl", "ContentBucketName", "DatabaseEndpoint", "DatabaseSecretArn", "AdminTokenSecretArn"} {
+		o := get(tpl.doc, "Outputs", out)
+		if o == nil || (scalar(get(o, "Condition")) != "" && !s.condition(scalar(get(o, "Condition")))) {
+			t.Errorf("output %s: missing in the deploy from zero", out)
+		}
+	}
+}
+
+// TestDeployBesideThePlatform: given subnets, security groups and a
+// database secret, the stack creates none of the network, the database
+// or its secret, and the functions use what was given; an empty
+// AdminTokenSecretArn is still generated, a given one is used.
+func TestDeployBesideThePlatform(t *testing.T) {
+	tpl := loadTemplate(t)
+	s := newShape(t, tpl, besideThePlatform)
+	if r := s.refused(); len(r) > 0 {
+		t.Fatalf("the platform's parameters break the Rules: %v", r)
+	}
+	s.checkRefs()
+	for _, typ := range ownNetwork {
+		if ids := s.ofType(typ); len(ids) > 0 {
+			t.Errorf("%s %v created in an existing network", typ, ids)
+		}
+	}
+	for name, want := range map[string]string{
+		"DB_SECRET_ARN": "Ref:DatabaseSecretArn", "DB_HOST": "Ref:DatabaseHost", "DB_PORT": "!!str", "DB_NAME": "!!str",
+		"DATABASE_QUERY_MODE": "Ref:DatabaseQueryMode",
+	} {
+		if got := s.env(name); got != want {
+			t.Errorf("Globals %s: got %s, want %s", name, got, want)
+		}
+	}
+	vc := s.resolve(get(tpl.doc, "Globals", "Function", "VpcConfig"))
+	if ref(get(vc, "SubnetIds")) != "SubnetIds" || ref(get(vc, "SecurityGroupIds")) != "SecurityGroupIds" {
+		t.Errorf("Globals VpcConfig: got %s %s, want the given SubnetIds and SecurityGroupIds",
+			canon(get(vc, "SubnetIds")), canon(get(vc, "SecurityGroupIds")))
+	}
+	tokens := s.ofType("AWS::SecretsManager::Secret")
+	if len(tokens) != 1 {
+		t.Fatalf("secrets: got %v, want the generated admin token only", tokens)
+	}
+	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:"+tokens[0])
+	if o := get(tpl.doc, "Outputs", "DatabaseEndpoint"); o == nil || s.condition(scalar(get(o, "Condition"))) {
+		t.Errorf("output DatabaseEndpoint: want it only for the stack's own database")
+	}
+
+	given := map[string]string{"AdminTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:platform-admin-AbCdEf"}
+	for k, v := range besideThePlatform {
+		given[k] = v
+	}
+	s = newShape(t, tpl, given)
+	s.checkRefs()
+	if ids := s.ofType("AWS::SecretsManager::Secret"); len(ids) > 0 {
+		t.Errorf("secrets %v created though AdminTokenSecretArn is given", ids)
+	}
+	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:AdminTokenSecretArn")
+
+	// A proxy is only for the stack's own database.
+	given["EnableDatabaseProxy"] = "true"
+	s = newShape(t, tpl, given)
+	s.checkRefs()
+	if ids := s.ofType("AWS::RDS::DBProxy"); len(ids) > 0 || s.env("DATABASE_QUERY_MODE") != "Ref:DatabaseQueryMode" {
+		t.Errorf("EnableDatabaseProxy beside the platform: proxies %v, DATABASE_QUERY_MODE %s; want none, and the parameter's mode",
+			ids, s.env("DATABASE_QUERY_MODE"))
+	}
+}
+
+// TestMixedShapesAreRefused: the network, the database and its secret
+// are the stack's own or all given; the Rules refuse any mix before
+// anything is created.
+func TestMixedShapesAreRefused(t *testing.T) {
+	tpl := loadTemplate(t)
+	for name, params := range map[string]map[string]string{
+		"SubnetsWithoutDatabase":   {"SubnetIds": "subnet-0a,subnet-0b", "SecurityGroupIds": "sg-0a"},
+		"SubnetsWithoutGroups":     {"SubnetIds": "subnet-0a", "DatabaseSecretArn": besideThePlatform["DatabaseSecretArn"]},
+		"DatabaseWithoutNetwork":   {"DatabaseSecretArn": besideThePlatform["DatabaseSecretArn"]},
+		"GroupsWithoutSubnets":     {"SecurityGroupIds": "sg-0a"},
+		"DatabaseHostOwnDatabase":  {"DatabaseHost": "proxy.example.internal"},
+		"SubnetsAndGroupsNoSecret": {"SubnetIds": "subnet-0a", "SecurityGroupIds": "sg-0a", "DatabaseSecretArn": ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if r := newShape(t, tpl, params).refused(); len(r) == 0 {
+				t.Errorf("%v: accepted, want refused by a rule", params)
+			}
+		})
+	}
+}
+
+// TestDatabaseProxy: EnableDatabaseProxy puts an RDS Proxy in front of
+// the stack's own database with its managed secret; the functions
+// connect through it in exec mode, and the database admits the proxy
+// alone.
+func TestDatabaseProxy(t *testing.T) {
+	tpl := loadTemplate(t)
+	off := newShape(t, tpl, nil)
+	if got := off.env("DATABASE_QUERY_MODE"); got != "Ref:DatabaseQueryMode" {
+		t.Errorf("without the proxy: DATABASE_QUERY_MODE %s, want the parameter's", got)
+	}
+	if got := scalar(get(tpl.doc, "Parameters", "DatabaseQueryMode", "Default")); got != "cache_statement" {
+		t.Errorf("DatabaseQueryMode: default %q, want cache_statement (pgx's own)", got)
+	}
+	if got := seq(get(tpl.doc, "Parameters", "DatabaseQueryMode", "AllowedValues")); !slices.Equal(got, []string{"cache_statement", "exec"}) {
+		t.Errorf("DatabaseQueryMode: AllowedValues %v, want [cache_statement exec]", got)
+	}
+	if ids := off.ofType("AWS::RDS::DBProxy"); len(ids) > 0 {
+		t.Errorf("proxies %v by default; the proxy is off unless asked for", ids)
+	}
+
+	s := newShape(t, tpl, map[string]string{"EnableDatabaseProxy": "true"})
+	if r := s.refused(); len(r) > 0 {
+		t.Fatalf("refused: %v", r)
+	}
+	s.checkRefs()
+	created := s.resources()
+	proxies := s.ofType("AWS::RDS::DBProxy")
+	targets := s.ofType("AWS::RDS::DBProxyTargetGroup")
+	dbs := s.ofType("AWS::RDS::DBInstance")
+	if len(proxies) != 1 || len(targets) != 1 || len(dbs) != 1 {
+		t.Fatalf("proxies %v, target groups %v, databases %v: want one each", proxies, targets, dbs)
+	}
+	proxy, db := proxies[0], dbs[0]
+	p := get(created[proxy], "Properties")
+	auth := get(p, "Auth").Content
+	if scalar(get(p, "EngineFamily")) != "POSTGRESQL" || len(auth) != 1 ||
+		canon(get(auth[0], "SecretArn")) != "GetAtt:"+db+".MasterUserSecret.SecretArn" || lit(get(p, "RequireTLS")) != "true" {
+		t.Errorf("%s: want POSTGRESQL, TLS, and the database's managed secret", proxy)
+	}
+	tg := get(created[targets[0]], "Properties")
+	if ref(get(tg, "DBProxyName")) != proxy || canon(get(tg, "DBInstanceIdentifiers")) != "!!seq[Ref:"+db+"]" {
+		t.Errorf("%s: want the database %s behind %s", targets[0], db, proxy)
+	}
+	for name, want := range map[string]string{
+		"DB_HOST": "GetAtt:" + proxy + ".Endpoint", "DATABASE_QUERY_MODE": "!!strexec",
+		"DB_SECRET_ARN": "GetAtt:" + db + ".MasterUserSecret.SecretArn",
+	} {
+		if got := s.env(name); got != want {
+			t.Errorf("Globals %s: got %s, want %s", name, got, want)
+		}
+	}
+	proxySG := ref(get(p, "VpcSecurityGroupIds").Content[0])
+	vc := s.resolve(get(tpl.doc, "Globals", "Function", "VpcConfig"))
+	fnSG := ref(get(vc, "SecurityGroupIds").Content[0])
+	checkSecurityGroups(t, s, fnSG, proxySG)
+	// The database admits the proxy alone.
+	in := get(created["DatabaseSecurityGroup"], "Properties", "SecurityGroupIngress").Content
+	if len(in) != 1 || ref(get(in[0], "SourceSecurityGroupId")) != proxySG {
+		t.Errorf("DatabaseSecurityGroup: ingress %s, want 5432 from %s only", canon(get(created["DatabaseSecurityGroup"], "Properties", "SecurityGroupIngress")), proxySG)
+	}
+}
+
+// TestApiGatewayAccountRole: the account-wide API Gateway role is the
+// stack's by default (a fresh account then logs), and "false" leaves the
+// account's setting alone with nothing left naming it.
+func TestApiGatewayAccountRole(t *testing.T) {
+	tpl := loadTemplate(t)
+	if got := scalar(get(tpl.doc, "Parameters", "CreateApiGatewayAccountRole", "Default")); got != "true" {
+		t.Errorf("CreateApiGatewayAccountRole: default %q, want true (an empty account has no role set)", got)
+	}
+	for v, want := range map[string]int{"true": 1, "false": 0} {
+		s := newShape(t, tpl, map[string]string{"CreateApiGatewayAccountRole": v})
+		s.checkRefs()
+		if got := len(s.ofType("AWS::ApiGateway::Account")); got != want {
+			t.Errorf("CreateApiGatewayAccountRole=%s: %d AWS::ApiGateway::Account, want %d", v, got, want)
+		}
+	}
+}
+
+// checkSecurityGroups: the functions' group opens only HTTPS and Postgres
+// (to the database's group, dbSG: the database or its proxy); dbSG
+// admits Postgres from the functions only; every interface endpoint's
+// group admits HTTPS only.
+func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
+	t.Helper()
+	created := s.resources()
+	type rule struct{ proto, from, to, peer string }
+	rulesOf := func(n *yaml.Node, peerKeys ...string) []rule {
+		var out []rule
+		for _, r := range n.Content {
+			peer := ""
+			for _, k := range peerKeys {
+				if v := get(r, k); v != nil {
+					peer = canon(v)
+				}
+			}
+			out = append(out, rule{scalar(get(r, "IpProtocol")), scalar(get(r, "FromPort")), scalar(get(r, "ToPort")), peer})
+		}
+		return out
+	}
+	var egress []rule
+	if n := get(created[fnSG], "Properties", "SecurityGroupEgress"); n != nil {
+		egress = rulesOf(n, "CidrIp", "DestinationSecurityGroupId")
+	} else {
+		t.Errorf("%s: no SecurityGroupEgress: a group without one lets everything out", fnSG)
+	}
+	for _, r := range created {
+		if scalar(get(r, "Type")) == "AWS::EC2::SecurityGroupEgress" && ref(get(r, "Properties", "GroupId")) == fnSG {
+			egress = append(egress, rulesOf(&yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{get(r, "Properties")}}, "CidrIp", "DestinationSecurityGroupId")...)
+		}
+	}
+	want := []rule{{"tcp", "443", "443", "!!str0.0.0.0/0"}, {"tcp", "5432", "5432", "Ref:" + dbSG}}
+	slices.SortFunc(egress, func(a, b rule) int { return strings.Compare(a.from, b.from) })
+	if !slices.Equal(egress, want) {
+		t.Errorf("%s egress: got %v, want %v", fnSG, egress, want)
+	}
+	if got := rulesOf(get(created[dbSG], "Properties", "SecurityGroupIngress"), "CidrIp", "SourceSecurityGroupId"); !slices.Equal(got, []rule{{"tcp", "5432", "5432", "Ref:" + fnSG}}) {
+		t.Errorf("%s ingress: got %v, want Postgres from %s only", dbSG, got, fnSG)
+	}
+	for id, r := range created {
+		if scalar(get(r, "Type")) != "AWS::EC2::VPCEndpoint" || scalar(get(r, "Properties", "VpcEndpointType")) != "Interface" {
+			continue
+		}
+		for _, g := range get(r, "Properties", "SecurityGroupIds").Content {
+			for _, in := range rulesOf(get(created[ref(g)], "Properties", "SecurityGroupIngress"), "CidrIp", "SourceSecurityGroupId") {
+				if in.proto != "tcp" || in.from != "443" || in.to != "443" || in.peer == "!!str0.0.0.0/0" {
+					t.Errorf("%s's group %s: ingress %v, want HTTPS from the stack's groups only", id, ref(g), in)
+				}
+			}
+		}
+	}
+}
+
+// checkFunctionSecrets: every function reads the database secret it is
+// given (DB_SECRET_ARN, from Globals) and, when given ADMIN_TOKEN_SECRET_ARN,
+// the admin token's, each allowed by its policy: both resolved in this shape.
+func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
+	t.Helper()
+	if got := s.env("DB_SECRET_ARN"); got != dbSecret {
+		t.Errorf("Globals DB_SECRET_ARN: got %s, want %s", got, dbSecret)
+	}
+	created := s.resources()
+	for id := range s.tpl.functions {
+		fn := created[id]
+		allowed := map[string]bool{}
+		for _, pol := range get(fn, "Properties", "Policies").Content {
+			if v := get(pol, "AWSSecretsManagerGetSecretValuePolicy", "SecretArn"); v != nil {
+				allowed[canon(v)] = true
+			}
+		}
+		if !allowed[dbSecret] {
+			t.Errorf("%s: may not read DB_SECRET_ARN's secret %s (allowed: %v)", id, dbSecret, allowed)
+		}
+		if v := get(fn, "Properties", "Environment", "Variables", "ADMIN_TOKEN_SECRET_ARN"); v != nil {
+			if got := canon(v); got != tokenSecret || !allowed[tokenSecret] {
+				t.Errorf("%s: ADMIN_TOKEN_SECRET_ARN %s (allowed: %v), want %s, allowed", id, got, allowed, tokenSecret)
+			}
+		}
+	}
+}
+
+// lit is a plain scalar's value, booleans included; "" for anything else.
+func lit(n *yaml.Node) string {
+	if n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		return n.Value
+	}
+	return scalar(n)
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,100 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+)
+
+// TestTokenTablesDisappear: a platform migration renames org_api_tokens
+// while the service runs (it read the token tables at its first look-up).
+// No request answers 500: the request that meets the missing relation is
+// 503 (retry), and from the next one on workspace and admin tokens work
+// again while the old org token fails closed (401). Before, every bearer
+// request answered 500 until a restart.
+func TestTokenTablesDisappear(t *testing.T) {
+	o := newOrgSetup(t, apptest.Options{})
+	srv := o.srv
+	_, wsTok := platformWorkspaceIn(t, srv, o.child1)
+	orgTok := o.mintOrgToken(t, &o.root1)
+	list := listURL(srv, o.child1.String())
+	for _, tok := range []string{wsTok, orgTok, srv.AdminToken} {
+		wantStatus(t, get(t, list, tok), http.StatusOK) // the schema is read, org tokens with it
+	}
+
+	sqlExec(t, srv, `ALTER TABLE org_api_tokens RENAME TO org_api_tokens_v2`)
+	var first []int
+	for _, tok := range []string{wsTok, wsTok} {
+		res := get(t, list, tok)
+		first = append(first, res.status)
+		if res.status != http.StatusOK && res.status != http.StatusServiceUnavailable {
+			t.Fatalf("workspace token after the rename: got %d %s, want 200 or a 503 to retry", res.status, res.body)
+		}
+	}
+	if first[1] != http.StatusOK {
+		t.Fatalf("workspace token after the rename: got %v, want 200 by the second request", first)
+	}
+	for name, c := range map[string]struct {
+		tok    string
+		status int
+	}{"Workspace": {wsTok, http.StatusOK}, "Admin": {srv.AdminToken, http.StatusOK}, "Org": {orgTok, http.StatusUnauthorized}} {
+		t.Run(name, func(t *testing.T) {
+			wantStatus(t, get(t, list, c.tok), c.status)
+			wantStatus(t, get(t, contentURL(srv, o.child1.String(), o.file.FileID), c.tok), c.status)
+		})
+	}
+
+	// The table comes back: whatever this process then says of the org
+	// token (it reads the tables again only when a statement fails), it
+	// is never a 500.
+	sqlExec(t, srv, `ALTER TABLE org_api_tokens_v2 RENAME TO org_api_tokens`)
+	if res := get(t, list, orgTok); res.status >= 500 {
+		t.Errorf("org token after the table came back: got %d %s", res.status, res.body)
+	}
+}
+
+// TestRefusedTokenNotStamped: last_used_at moves only for a token
+// accepted for the request. A workspace token used on another workspace,
+// and an org token anchored to another org, are refused and leave their
+// row as it was; the same tokens used where they are allowed are stamped.
+func TestRefusedTokenNotStamped(t *testing.T) {
+	o := newOrgSetup(t, apptest.Options{})
+	srv := o.srv
+	_, wsTok := platformWorkspaceIn(t, srv, o.child1)
+	orgTok := o.mintOrgToken(t, &o.root2) // anchored to the other org
+	lastUsed := func(table, tok string) *time.Time {
+		t.Helper()
+		sum := sha256.Sum256([]byte(tok))
+		var at *time.Time
+		if err := srv.Pool.QueryRow(context.Background(), `SELECT last_used_at FROM `+table+` WHERE token_hash = $1`, sum[:]).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	for _, c := range []struct {
+		name, table, tok, refusedOn, allowedOn string
+	}{
+		{"WorkspaceTokenElsewhere", "workspace_auth_tokens", wsTok, o.root2.String(), o.child1.String()},
+		{"OrgTokenOfAnotherOrg", "org_api_tokens", orgTok, o.child1.String(), o.kid2.String()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wantStatus(t, get(t, listURL(srv, c.refusedOn), c.tok), http.StatusUnauthorized)
+			wantStatus(t, post(t, ackURL(srv, c.refusedOn, o.file.FileID), c.tok, "", nil), http.StatusUnauthorized)
+			if at := lastUsed(c.table, c.tok); at != nil {
+				t.Fatalf("last_used_at after refusals: got %v, want unset", at)
+			}
+			wantStatus(t, get(t, listURL(srv, c.allowedOn), c.tok), http.StatusOK)
+			// The stamp is written after the answer: wait for it, bounded.
+			for i := 0; lastUsed(c.table, c.tok) == nil; i++ {
+				if i == 50 {
+					t.Fatal("last_used_at after an accepted request: unset after 5 s, want stamped")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
