@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
-# server binaries, python3-httpx, Chromium, node and npm (Debian packages),
+# server binaries, PgBouncer, python3-httpx, Chromium, node and npm (Debian
+# packages),
 # moto and cfn-lint (pip), and playwright-core (npm ci in clients/js, never
 # a browser download). Prints what it uses.
 #
@@ -20,6 +21,10 @@ have_pg() {
   command -v initdb >/dev/null 2>&1 && return 0
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
 }
+# The pooler tests (TestPooler*: the service through a transaction
+# pooler, internal/testkit/pgbouncertest): Debian's pgbouncer, run by the
+# tests themselves on loopback ports.
+have_pgbouncer() { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; }
 # The content test that fetches as the platform's workspace runtime does
 # (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes).
 have_httpx() { "$PYTHON" -c 'import httpx' >/dev/null 2>&1; }
@@ -27,6 +32,7 @@ have_httpx() { "$PYTHON" -c 'import httpx' >/dev/null 2>&1; }
 # The Debian packages missing, in one list.
 pkgs=""
 have_pg || pkgs="$pkgs postgresql"
+have_pgbouncer || pkgs="$pkgs pgbouncer"
 have_httpx || pkgs="$pkgs python3-httpx"
 # The browser client's test (clients/js/browsertest): Debian's Chromium,
 # node and npm.
@@ -50,8 +56,12 @@ if [ -n "$pkgs" ]; then
     echo "ensure-tools: apt-get install $pkgs failed" >&2
   # Debian starts a cluster of its own on install; the tests start theirs.
   case " $pkgs " in *" postgresql "*) $SUDO service postgresql stop >/dev/null 2>&1 || true ;; esac
+  # Debian's package may start a pgbouncer of its own; the tests start theirs.
+  case " $pkgs " in *" pgbouncer "*) $SUDO service pgbouncer stop >/dev/null 2>&1 || true ;; esac
 fi
 have_pg || { echo "ensure-tools: no initdb (Debian package postgresql)" >&2; exit 1; }
+have_pgbouncer || { echo "ensure-tools: no pgbouncer (Debian package pgbouncer)" >&2; exit 1; }
+pgbouncer_bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 have_httpx || { echo "ensure-tools: $PYTHON cannot import httpx (Debian package python3-httpx)" >&2; exit 1; }
 # Without Chromium or node the browser test says what is missing (and
 # fails under CI=true): not fatal here.
@@ -78,4 +88,4 @@ browser="no browser"
 [ -x "$CHROMIUM" ] && browser="$("$CHROMIUM" --version 2>/dev/null | awk '{print $1, $2}')"
 
 pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)
-echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), httpx $("$PYTHON" -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"
+echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), pgbouncer $("$pgbouncer_bin" --version | awk 'NR==1 {print $2}'), httpx $("$PYTHON" -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"

@@ -34,7 +34,9 @@ type App struct {
 	Pool        *pgxpool.Pool
 	// DB is what the store and the token look-ups query through: the
 	// pool, or with DB_SECRET_ARN the pool that re-reads the password
-	// after a rotation. Token administration (internal/admin) uses it too.
+	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
+	// either one with the timeouts set in each transaction (pooledDB).
+	// Token administration (internal/admin) uses it too.
 	DB      auth.DB
 	Store   *pendinguploads.Store
 	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)
@@ -144,7 +146,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if rotated != nil {
 		beforeConnect = rotated.beforeConnect
 	}
-	pool, err := newPool(dbURL, maxConns, beforeConnect, opts.Tracer)
+	pool, perTx, err := newPool(dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -158,6 +160,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	} = pool
 	if rotated != nil {
 		db = &RotatingPool{pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
+	}
+	if perTx != nil {
+		db = &pooledDB{db: db, settings: perTx}
 	}
 	var bucket pendinguploads.Bucket
 	if cfg.ContentBucket != "" && opts.OpenBucket != nil {

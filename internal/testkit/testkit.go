@@ -11,7 +11,10 @@
 //	            PartProxy (counts and holds part PUTs) and IAMProxy (judges
 //	            each S3 call by its signer's policy, as AWS does)
 //	apptest     the whole service (config, pool, store, API) in a test,
-//	            served on loopback, with tokens and helpers to read its state
+//	            served on loopback, with tokens and helpers to read its state;
+//	            behind PgBouncer on request
+//	pgbouncertest a real PgBouncer in transaction mode in front of a test's
+//	            database, started and stopped by the test
 //	lambdatest  a function built as Lambda builds it, driven through a
 //	            Runtime API of its own (hello: its hello-world baseline),
 //	            and Lambda's Invoke API in front of it (ServeInvoke)
