@@ -40,6 +40,7 @@ const (
 	CodeRequestTooLarge    Code = "request_too_large"   // 413: a body over the request cap ("max")
 	CodePresignDisabled    Code = "presign_disabled"    // 404 on presign, 400 on a commit: the server has no bucket
 	CodeNotMultipart       Code = "not_multipart"       // resume of an upload of one PUT
+	CodeMalformedRequest   Code = "malformed_request"   // an API Gateway event that is no request (a body that claims base64 and is not)
 
 	// What the request names (404, 409, 416).
 	CodeWorkspaceNotFound   Code = "workspace_not_found"   // 404: the workspace does not exist
@@ -55,3 +56,11 @@ const (
 	CodeInternal    Code = "internal"    // 500: a bug; the text went to the log
 	CodeGateway     Code = "gateway"     // API Gateway's own answer (throttling 429, an integration failure 502/504, …)
 )
+
+// ErrorBody is how every error answer begins: {"error": message, "code":
+// code}, then the fields the code names ("filename", "max", "upload_id",
+// …). The message is for people; clients branch on Code.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  Code   `json:"code"`
+}
