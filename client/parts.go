@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // A file above the server's multipart threshold goes to the bucket in
@@ -317,12 +319,9 @@ func (c *Client) commitOne(ctx context.Context, ws, uploadID uuid.UUID) (StagedF
 	return staged[0], nil
 }
 
-// isCommitted reports whether err is the 409 of resume or abort for an
-// upload a commit took already.
-func isCommitted(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == "upload already committed"
-}
+// isCommitted reports whether err is resume's or abort's refusal of an
+// upload a commit took already (upload_committed).
+func isCommitted(err error) bool { return ErrorCode(err) == wire.CodeUploadCommitted }
 
 // AbortUpload drops the presigned upload uploadID of ws, not committed
 // yet: the parts (or the object) the bucket holds, and the server's

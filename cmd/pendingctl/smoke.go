@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 const smokeUsage = `Usage: pendingctl smoke --workspace W [flags]
@@ -492,13 +492,12 @@ func (s *smoke) cleanup(ctx context.Context) (string, error) {
 	var done, left []string
 	for _, id := range s.unfinished {
 		err := s.c.AbortUpload(ctx, s.ws, id)
-		var ae *client.APIError
 		switch {
 		case err == nil:
 			done = append(done, "aborted upload "+id.String())
 		case client.IsNotFound(err):
 			done = append(done, "upload "+id.String()+" was gone already")
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		case client.ErrorCode(err) == wire.CodeUploadCommitted:
 			staged, cerr := s.c.Commit(ctx, s.ws, []uuid.UUID{id})
 			if cerr != nil {
 				left = append(left, fmt.Sprintf("upload %s (%s)", id, explain(cerr)))
