@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
 
@@ -48,7 +49,7 @@ func (e *APIError) Error() string {
 	// size and max are bytes: whole numbers, with their size in words.
 	for _, k := range []string{"size", "max"} {
 		if n, ok := e.Int(k); ok {
-			fmt.Fprintf(&b, " (%s %d bytes, %s)", k, n, humanBytes(n))
+			fmt.Fprintf(&b, " (%s %d bytes, %s)", k, n, humanize.Bytes(n))
 		} else if v, ok := e.Fields[k]; ok {
 			fmt.Fprintf(&b, " (%s %v)", k, v)
 		}

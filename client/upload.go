@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
 
@@ -157,7 +158,7 @@ func (c *Client) checkFiles(ctx context.Context, files []UploadFile) error {
 			return fmt.Errorf("upload %s: empty file (the server refuses those)", f.Name)
 		}
 		if f.Size > fileCap {
-			return fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, humanBytes(f.Size), humanBytes(fileCap))
+			return fmt.Errorf("upload %s: %w: %s is over the per-file cap of %s", f.Name, ErrTooLarge, humanize.Bytes(f.Size), humanize.Bytes(fileCap))
 		}
 	}
 	if len(files) == 0 {
@@ -258,7 +259,7 @@ func (u *uploader) sendAlone(ctx context.Context, large []int, limit int64) erro
 			if IsTooLarge(err) {
 				u.c.learnCap(err, limit)
 				return fmt.Errorf("upload %s: %w: %s does not fit the server's request cap (%s) and the server offers no presigned uploads (no bucket configured): %w",
-					u.files[i].Name, ErrTooLarge, humanBytes(u.files[i].Size), humanBytes(u.c.maxRequest()), err)
+					u.files[i].Name, ErrTooLarge, humanize.Bytes(u.files[i].Size), humanize.Bytes(u.c.maxRequest()), err)
 			}
 			return err
 		}
@@ -709,19 +710,6 @@ func (c *Client) UploadPresigned(ctx context.Context, ws uuid.UUID, files []Uplo
 		ids[i] = p.UploadID
 	}
 	return c.Commit(ctx, ws, ids)
-}
-
-// humanBytes formats n as B, KiB, MiB or GiB, for the client's errors.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func headerValue(h map[string]string, name string) (string, bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
 
@@ -99,7 +100,7 @@ func runUpload(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanize.Bytes(s.Size), s.Name)
 		}
 	}
 	if err != nil {
