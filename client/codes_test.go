@@ -1,16 +1,8 @@
 package client_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -19,39 +11,6 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
-
-// rewordProxy serves target, passing every error answer's JSON body
-// through edit first.
-func rewordProxy(t *testing.T, target string, edit func(body map[string]any)) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if resp.StatusCode < 400 {
-			return nil
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		var body map[string]any
-		if json.Unmarshal(raw, &body) == nil {
-			edit(body)
-			raw, _ = json.Marshal(body)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		resp.ContentLength = int64(len(raw))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-		return nil
-	}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 // Edits of an error body: another message (what a reworded server
 // answers), no code (a server older than codes), another code.
@@ -83,7 +42,7 @@ func TestBranchesOnCodes(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				ws := uuid.New()
-				c := mustClient(t, rewordProxy(t, srv.URL, tc.edit), srv.AdminToken)
+				c := mustClient(t, apptest.ErrorProxy(t, srv.URL, tc.edit), srv.AdminToken)
 				staged, err := c.Upload(ctxT(t), ws, files)
 				switch {
 				case tc.learns && (err != nil || len(staged) != 2):
@@ -97,7 +56,7 @@ func TestBranchesOnCodes(t *testing.T) {
 	t.Run("Quota", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"WORKSPACE_MAX_PENDING_FILES": "64"}})
 		ws := uuid.New()
-		c := mustClient(t, rewordProxy(t, srv.URL, reworded), srv.AdminToken)
+		c := mustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
 		files := make([]client.UploadFile, 65)
 		for i := range files {
 			files[i] = client.BytesFile(fmt.Sprintf("f%d.txt", i), "", []byte("x"))
@@ -120,7 +79,7 @@ func TestBranchesOnCodes(t *testing.T) {
 	t.Run("Committed", func(t *testing.T) {
 		srv, _ := partsServer(t)
 		ws := uuid.New()
-		c := mustClient(t, rewordProxy(t, srv.URL, reworded), srv.AdminToken)
+		c := mustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
 		data := randomBytes(11*mib, 31)
 		f := client.BytesFile("big.bin", "", data)
 		var id uuid.UUID
