@@ -58,7 +58,7 @@ func (e *APIError) Error() string {
 }
 
 // QuotaExceeded is the workspace quota a request was refused for: 409
-// "workspace quota exceeded", naming the quota ("pending_bytes" or
+// quota_exceeded, naming the quota ("pending_bytes" or
 // "pending_files"), its limit, what waits and what the request would add.
 // Nothing of the request was stored; acks (or time: files expire) make
 // room.

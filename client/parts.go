@@ -246,8 +246,8 @@ func (s *sectionFile) Close() error {
 // ResumePresign asks the server about the upload in parts uploadID of
 // ws, not committed yet: the plan with the parts the bucket holds
 // (Received) and fresh presigned PUTs of the others. Errors: a 404
-// (IsNotFound) for an upload the server no longer has; a 409 "upload
-// already committed" (see ResumeUpload). It is retried per Retry.
+// (IsNotFound) for an upload the server no longer has; a 409
+// upload_committed (see ResumeUpload). It is retried per Retry.
 func (c *Client) ResumePresign(ctx context.Context, ws, uploadID uuid.UUID) (PresignedUpload, error) {
 	resp, err := c.send(ctx, request{
 		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads", "presign", uploadID.String()),
@@ -313,7 +313,7 @@ func isCommitted(err error) bool { return ErrorCode(err) == wire.CodeUploadCommi
 // promise, so that no commit can take it. Nothing else does: a cancelled
 // or crashed upload stays resumable until it expires. A 404
 // (IsNotFound) means there is nothing (any more) to abort; an upload
-// committed already is a 409. It is retried per Retry.
+// committed already is a 409 upload_committed. It is retried per Retry.
 func (c *Client) AbortUpload(ctx context.Context, ws, uploadID uuid.UUID) error {
 	resp, err := c.send(ctx, request{
 		method: "DELETE", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads", "presign", uploadID.String()),

@@ -191,7 +191,7 @@ func (c *Client) PutPresigned(ctx context.Context, p PresignedUpload, f UploadFi
 
 // Commit stages the presigned uploads ids, all or nothing (form B of the
 // upload route). An object that did not arrive (or a part of it) is a
-// 409 *APIError with the field "upload_id". It is retried per Retry: a
+// 409 *APIError upload_not_received with the field "upload_id". It is retried per Retry: a
 // commit whose uploads this workspace all committed before answers the
 // same files again and stores nothing, so an answer lost on the way is
 // asked for again.

@@ -255,8 +255,9 @@ func (u *uploader) sendAlone(ctx context.Context, large []int, limit int64) erro
 	return nil
 }
 
-// learnCap takes the request cap from a 413 request_too_large answer. It reports whether the cap is now lower than was assumed, so
-// that sending again, repacked, can succeed (a 413 stores nothing).
+// learnCap takes the request cap from a 413 request_too_large answer. It
+// reports whether the cap is now lower than was assumed, so that sending
+// again, repacked, can succeed (a 413 stores nothing).
 func (c *Client) learnCap(err error, assumed int64) bool {
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Code != wire.CodeRequestTooLarge {
