@@ -470,6 +470,11 @@ func TestFileCapFromLimits(t *testing.T) {
 		if err != nil || l.PerFileBytes != 104857600 || l.MaxAttachmentsPerMessage != 64 {
 			t.Fatalf("limits: %+v, %v", l, err)
 		}
+		// No bucket: no parts (null, read as 0); the default quota.
+		if l.Presign || l.MultipartThresholdBytes != 0 || l.MultipartPartBytes != 0 ||
+			l.WorkspaceMaxPendingBytes != 5<<30 || l.WorkspaceMaxPendingFiles != 10000 {
+			t.Fatalf("limits: %+v, want no presign, no parts, the default quota", l)
+		}
 		staged, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge})
 		if err != nil || len(staged) != 1 || staged[0].Size != 30<<20 {
 			t.Fatalf("30 MiB under a 100 MiB cap: %+v, %v", staged, err)

@@ -119,3 +119,19 @@ type AckAnswer struct {
 	// still holds.
 	Raced bool `json:"raced,omitempty"`
 }
+
+// Limits is the answer of GET /uploads/limits: what a client needs before
+// it uploads, from the same settings the server enforces.
+type Limits struct {
+	PerFileBytes             int64 `json:"per_file_bytes"`
+	PerRequestBytes          int64 `json:"per_request_bytes"`
+	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
+	Presign                  bool  `json:"presign"`
+	// Multipart: a presigned file above the threshold goes in parts of
+	// part_bytes, for a client that asks (null: no bucket).
+	MultipartThresholdBytes *int64 `json:"multipart_threshold_bytes"`
+	MultipartPartBytes      *int64 `json:"multipart_part_bytes"`
+	// The workspace quota on what waits (null: none).
+	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
+	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
+}
