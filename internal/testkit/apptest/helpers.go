@@ -21,12 +21,7 @@ import (
 // Clients under test must refuse what comes through it.
 func TamperProxy(tb testing.TB, target string, flip bool, digest string) string {
 	tb.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
+	return proxy(tb, target, func(resp *http.Response) error {
 		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != http.StatusOK {
 			return nil
 		}
@@ -43,10 +38,7 @@ func TamperProxy(tb testing.TB, target string, flip bool, digest string) string 
 			resp.Body = io.NopCloser(bytes.NewReader(b))
 		}
 		return nil
-	}
-	ps := httptest.NewServer(rp)
-	tb.Cleanup(ps.Close)
-	return ps.URL
+	})
 }
 
 // ErrorProxy is a loopback proxy in front of target that passes the JSON
@@ -54,12 +46,7 @@ func TamperProxy(tb testing.TB, target string, flip bool, digest string) string 
 // words its messages otherwise, or carries no code, would answer.
 func ErrorProxy(tb testing.TB, target string, edit func(body map[string]any)) string {
 	tb.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
+	return proxy(tb, target, func(resp *http.Response) error {
 		if resp.StatusCode < 400 {
 			return nil
 		}
@@ -77,7 +64,19 @@ func ErrorProxy(tb testing.TB, target string, edit func(body map[string]any)) st
 		resp.ContentLength = int64(len(raw))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
 		return nil
+	})
+}
+
+// proxy is a loopback reverse proxy in front of target that passes every
+// answer through modify, until the test ends.
+func proxy(tb testing.TB, target string, modify func(*http.Response) error) string {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
 	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = modify
 	ps := httptest.NewServer(rp)
 	tb.Cleanup(ps.Close)
 	return ps.URL
