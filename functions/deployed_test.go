@@ -142,7 +142,7 @@ func routeEvent(t *testing.T, method, resource string, params map[string]string,
 
 // routerNotFound is the body of the router's own 404: what a function
 // answers for a route it does not serve.
-const routerNotFound = `{"error":"not found"}`
+const routerNotFound = `{"error":"not found","code":"not_found"}`
 
 // TestEveryDeployedRoute: every Api event of template.yaml reaches a
 // function that serves it. Each function is built from its own main as

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...
@@ -99,7 +100,7 @@ func runUpload(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanize.Bytes(s.Size), s.Name)
 		}
 	}
 	if err != nil {
@@ -322,10 +323,7 @@ func (l *lazyBar) done(err error) {
 }
 
 // notReceived reports whether err is the commit's refusal of an upload
-// whose bytes are not what its presign declared (409 "upload not
-// received"): after a resume that sent every missing part, the file's
-// bytes are not the ones the upload began with.
-func notReceived(err error) bool {
-	var ae *client.APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == "upload not received"
-}
+// whose bytes are not what its presign declared (upload_not_received):
+// after a resume that sent every missing part, the file's bytes are not
+// the ones the upload began with.
+func notReceived(err error) bool { return client.ErrorCode(err) == wire.CodeUploadNotReceived }
