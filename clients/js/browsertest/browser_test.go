@@ -299,6 +299,8 @@ type jsError struct {
 	Status              int                 `json:"status"`
 	Message             string              `json:"message"`
 	Staged              []client.StagedFile `json:"staged"`
+	// Body is the error's body: the service's JSON error answer, if any.
+	Body map[string]any `json:"body"`
 }
 
 type uploadResult struct {
