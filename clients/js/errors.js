@@ -91,6 +91,8 @@ export function seconds(ms) {
   return `${(ms / 1000).toFixed(ms < 10_000 && ms % 1000 !== 0 ? 1 : 0)} s`;
 }
 
+// abortedError is op's error when the caller's signal fired: code
+// "aborted", named TimeoutError when the signal's reason is one.
 export function abortedError(op, signal) {
   return new PendingUploadsError(`${op}: aborted`, { code: "aborted", cause: signal && signal.reason });
 }
@@ -99,6 +101,8 @@ export function throwIfAborted(op, signal) {
   if (signal && signal.aborted) throw abortedError(op, signal);
 }
 
+// networkError is op's error when peer ("bucket" or "service") gave no
+// answer: the connection failed, or CORS kept the answer from the page.
 export function networkError(op, peer, cause) {
   const m =
     peer === "bucket"
@@ -107,6 +111,7 @@ export function networkError(op, peer, cause) {
   return new PendingUploadsError(`${m} [${op}]`, { code: "network", cause });
 }
 
+// timeoutError is op's error when what (a stall, a deadline) cut it.
 export function timeoutError(op, what, cause) {
   return new PendingUploadsError(`${what}: the connection is too slow or has stopped [${op}]`, { code: "timeout", cause });
 }

@@ -21,6 +21,8 @@ function dropControls(s) {
   return s.replace(/[\u0000-\u001f\u007f]/g, "_");
 }
 
+// fileName is the name f goes by: its own, or "file" for a Blob without
+// one.
 export function fileName(f) {
   return typeof f.name === "string" && f.name !== "" ? f.name : "file";
 }
@@ -77,7 +79,8 @@ export function packBatches(files, idx, limit) {
   return out;
 }
 
-// stagedList is the files of an upload route's answer, one per file sent.
+// stagedList is the files of an upload route's answer (a multipart
+// request's or a commit's), checked to be one per file sent.
 export function stagedList(op, v, n) {
   if (!v || !Array.isArray(v.files) || v.files.length !== n) {
     throw new PendingUploadsError(`${op}: the server answered ${v && Array.isArray(v.files) ? v.files.length : "no"} files for ${n} sent`, { status: 200, body: v, code: "bad_response" });
