@@ -22,6 +22,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -307,8 +308,8 @@ func TestTypedErrors(t *testing.T) {
 	t.Run("Unauthorized", func(t *testing.T) {
 		_, err := c.List(ctx, ws)
 		var ae *client.APIError
-		if !client.IsUnauthorized(err) || !errors.As(err, &ae) || ae.Message != "invalid workspace auth token" {
-			t.Fatalf("got %v, want 401 invalid workspace auth token", err)
+		if !client.IsUnauthorized(err) || !errors.As(err, &ae) || ae.Code != wire.CodeInvalidToken || ae.Message != "invalid workspace auth token" {
+			t.Fatalf("got %v (code %q), want 401 invalid_token", err, client.ErrorCode(err))
 		}
 		if strings.Contains(err.Error(), tok) {
 			t.Fatalf("error carries the token: %q", err)
@@ -316,19 +317,19 @@ func TestTypedErrors(t *testing.T) {
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		_, err := c.Ack(ctx, other, uuid.New())
-		if !client.IsNotFound(err) {
-			t.Fatalf("got %v, want 404", err)
+		if !client.IsNotFound(err) || client.ErrorCode(err) != wire.CodeFileNotFound {
+			t.Fatalf("got %v (code %q), want 404 file_not_found", err, client.ErrorCode(err))
 		}
 		_, err = c.Fetch(ctx, other, uuid.New())
-		if !client.IsNotFound(err) {
-			t.Fatalf("got %v, want 404", err)
+		if !client.IsNotFound(err) || client.ErrorCode(err) != wire.CodeFileNotFound {
+			t.Fatalf("got %v (code %q), want 404 file_not_found", err, client.ErrorCode(err))
 		}
 	})
 	t.Run("Fields", func(t *testing.T) {
 		admin := mustClient(t, srv.URL, srv.AdminToken)
 		_, err := admin.UploadMultipart(ctx, ws, []client.UploadFile{client.BytesFile("x.bin", "", nil)})
 		var ae *client.APIError
-		if !errors.As(err, &ae) || ae.Status != 400 || ae.Message != "empty file" || ae.Fields["filename"] != "x.bin" {
+		if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != wire.CodeEmptyFile || ae.Fields["filename"] != "x.bin" {
 			t.Fatalf("got %#v", err)
 		}
 	})
@@ -468,6 +469,11 @@ func TestFileCapFromLimits(t *testing.T) {
 		l, err := c.Limits(ctxT(t))
 		if err != nil || l.PerFileBytes != 104857600 || l.MaxAttachmentsPerMessage != 64 {
 			t.Fatalf("limits: %+v, %v", l, err)
+		}
+		// No bucket: no parts (null, read as 0); the default quota.
+		if l.Presign || l.MultipartThresholdBytes != 0 || l.MultipartPartBytes != 0 ||
+			l.WorkspaceMaxPendingBytes != 5<<30 || l.WorkspaceMaxPendingFiles != 10000 {
+			t.Fatalf("limits: %+v, want no presign, no parts, the default quota", l)
 		}
 		staged, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge})
 		if err != nil || len(staged) != 1 || staged[0].Size != 30<<20 {

@@ -24,14 +24,15 @@
 // AbortUpload drops it. UploadFile.Progress reports the bytes sent. A server
 // without a bucket answers presign with 404; the large file is then sent
 // as multipart on its own, which a server with a raised cap accepts, and
-// otherwise the error wraps ErrTooLarge. A 413 "request body too large"
-// carries the server's cap in "max": the client learns it and repacks.
+// otherwise the error wraps ErrTooLarge. A 413 request_too_large carries
+// the server's cap in "max": the client learns it and repacks.
 //
 // # Errors and retries
 //
-// Every 4xx/5xx answer is an *APIError (Status, Message, Code, Fields);
-// IsNotFound, IsUnauthorized, IsUnavailable, IsTooLarge and
-// IsQuotaExceeded classify them.
+// Every 4xx/5xx answer is an *APIError (Status, Code, Message, Fields);
+// branch on its Code (package wire names them all; ErrorCode reads it),
+// never on its Message. IsNotFound, IsUnauthorized, IsUnavailable,
+// IsQuotaExceeded and IsTooLarge classify them.
 // A request that got no answer is a *TransportError. Calls that are safe
 // to repeat are retried on connection errors, 503, 429, 502 and 504 with
 // bounded exponential backoff and jitter (RetryPolicy), honouring

@@ -8,18 +8,23 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // APIError is a 4xx or 5xx answer of the API (or of the bucket, for a
-// presigned request). Message is the body's "error" (or, for a body that
-// is not the API's JSON, the status text and the start of the body), Code
-// its "code" ("unavailable" on a 503), and Fields every other field of the
-// body ("filename", "size", "max", "upload_id", …; numbers as
-// json.Number).
+// presigned request). Code is the body's "code" (wire.Code: one per
+// meaning, API.md's table of codes; "" for an answer that is not the
+// API's, a bucket's or a proxy's); branch on it and on Status, never on
+// Message. Message is the body's "error", for people (or, for a body
+// that is not the API's JSON, the status text and the start of the
+// body). Fields is every other field of the body ("filename", "size",
+// "max", "upload_id", …; numbers as json.Number).
 type APIError struct {
 	Status  int
+	Code    wire.Code
 	Message string
-	Code    string
 	Fields  map[string]any
 	// Op names the call that failed ("list", "upload", "content", …).
 	Op string
@@ -44,7 +49,7 @@ func (e *APIError) Error() string {
 	// size and max are bytes: whole numbers, with their size in words.
 	for _, k := range []string{"size", "max"} {
 		if n, ok := e.Int(k); ok {
-			fmt.Fprintf(&b, " (%s %d bytes, %s)", k, n, humanBytes(n))
+			fmt.Fprintf(&b, " (%s %d bytes, %s)", k, n, humanize.Bytes(n))
 		} else if v, ok := e.Fields[k]; ok {
 			fmt.Fprintf(&b, " (%s %v)", k, v)
 		}
@@ -53,7 +58,7 @@ func (e *APIError) Error() string {
 }
 
 // QuotaExceeded is the workspace quota a request was refused for: 409
-// "workspace quota exceeded", naming the quota ("pending_bytes" or
+// quota_exceeded, naming the quota ("pending_bytes" or
 // "pending_files"), its limit, what waits and what the request would add.
 // Nothing of the request was stored; acks (or time: files expire) make
 // room.
@@ -62,12 +67,13 @@ type QuotaExceeded struct {
 	Limit, Pending, Adding int64
 }
 
-// Quota returns the quota e refused the request for, if it did.
+// Quota returns the quota e refused the request for, if it did (code
+// quota_exceeded).
 func (e *APIError) Quota() (QuotaExceeded, bool) {
-	q, ok := e.Fields["quota"].(string)
-	if e.Status != http.StatusConflict || !ok {
+	if e.Code != wire.CodeQuotaExceeded {
 		return QuotaExceeded{}, false
 	}
+	q, _ := e.Fields["quota"].(string)
 	limit, _ := e.Int("limit")
 	pending, _ := e.Int("pending")
 	adding, _ := e.Int("adding")
@@ -126,6 +132,16 @@ func (e *IntegrityError) Error() string {
 // Is makes errors.Is(err, ErrIntegrity) true.
 func (e *IntegrityError) Is(target error) bool { return target == ErrIntegrity }
 
+// ErrorCode returns the code of the API's answer err is (wire.Code), or
+// "" when err is no *APIError or its answer carried none.
+func ErrorCode(err error) wire.Code {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
 // IsNotFound reports whether err is a 404: an upload absent, expired,
 // acked, or of another workspace (the API never answers 403).
 func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
@@ -140,15 +156,9 @@ func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthori
 func IsUnavailable(err error) bool { return retryable(err) }
 
 // IsQuotaExceeded reports whether err is a refusal for the workspace's
-// quota (APIError.Quota tells which, and by how much).
-func IsQuotaExceeded(err error) bool {
-	var ae *APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	_, ok := ae.Quota()
-	return ok
-}
+// quota, code quota_exceeded (APIError.Quota tells which, and by how
+// much).
+func IsQuotaExceeded(err error) bool { return ErrorCode(err) == wire.CodeQuotaExceeded }
 
 // IsTooLarge reports whether err is a 413, or ErrTooLarge.
 func IsTooLarge(err error) bool {
@@ -158,6 +168,18 @@ func IsTooLarge(err error) bool {
 func hasStatus(err error, status int) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.Status == status
+}
+
+// legacyCodes are the codes of the answers this client acts on, by their
+// message, for a server older than codes (before 2026-11) whose bodies
+// carry none. It is the one place a message is read; drop it once no
+// such server runs.
+var legacyCodes = map[string]wire.Code{
+	"request body too large":             wire.CodeRequestTooLarge,
+	"upload already committed":           wire.CodeUploadCommitted,
+	"upload not received":                wire.CodeUploadNotReceived,
+	"workspace quota exceeded":           wire.CodeQuotaExceeded,
+	"storage unavailable, retry shortly": wire.CodeUnavailable,
 }
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -177,8 +199,10 @@ func readAPIError(resp *http.Response, op string) error {
 			e.Message = m
 			delete(body, "error")
 			if c, ok := body["code"].(string); ok {
-				e.Code = c
+				e.Code = wire.Code(c)
 				delete(body, "code")
+			} else {
+				e.Code = legacyCodes[m]
 			}
 			if len(body) > 0 {
 				e.Fields = body

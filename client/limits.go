@@ -3,21 +3,29 @@ package client
 import (
 	"context"
 	"sync"
+
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
-// Limits are the caps a server announces at GET /uploads/limits.
+// Limits are the caps a server announces at GET /uploads/limits
+// (wire.Limits), each null of the answer read as 0.
 type Limits struct {
-	PerFileBytes             int64 `json:"per_file_bytes"`
-	PerRequestBytes          int64 `json:"per_request_bytes"`
-	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
-	Presign                  bool  `json:"presign"`
+	PerFileBytes             int64
+	PerRequestBytes          int64
+	MaxAttachmentsPerMessage int
+	Presign                  bool
 	// MultipartThresholdBytes and MultipartPartBytes: a presigned file
 	// above the threshold may go to the bucket in parts of
 	// MultipartPartBytes (the last one shorter). Both are 0 where the
-	// server takes no parts (null: no bucket, or a server older than
-	// uploads in parts).
-	MultipartThresholdBytes int64 `json:"multipart_threshold_bytes"`
-	MultipartPartBytes      int64 `json:"multipart_part_bytes"`
+	// server takes no parts (no bucket, or a server older than uploads
+	// in parts).
+	MultipartThresholdBytes int64
+	MultipartPartBytes      int64
+	// WorkspaceMaxPendingBytes and WorkspaceMaxPendingFiles are the
+	// workspace quota on what waits; 0 where there is none (or a server
+	// older than the quota).
+	WorkspaceMaxPendingBytes int64
+	WorkspaceMaxPendingFiles int64
 }
 
 // Limits asks the server for its caps (GET /uploads/limits, public: no
@@ -28,11 +36,24 @@ func (c *Client) Limits(ctx context.Context) (Limits, error) {
 	if err != nil {
 		return Limits{}, err
 	}
-	var l Limits
+	var l wire.Limits
 	if err := decodeJSON(resp, "limits", &l); err != nil {
 		return Limits{}, err
 	}
-	return l, nil
+	return Limits{
+		PerFileBytes: l.PerFileBytes, PerRequestBytes: l.PerRequestBytes,
+		MaxAttachmentsPerMessage: l.MaxAttachmentsPerMessage, Presign: l.Presign,
+		MultipartThresholdBytes: orZero(l.MultipartThresholdBytes), MultipartPartBytes: orZero(l.MultipartPartBytes),
+		WorkspaceMaxPendingBytes: orZero(l.WorkspaceMaxPendingBytes), WorkspaceMaxPendingFiles: orZero(l.WorkspaceMaxPendingFiles),
+	}, nil
+}
+
+// orZero is *n, or 0 for null.
+func orZero(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
 }
 
 // serverLimits is the server's Limits, asked once per Client. A server

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // File is one pending upload as the list shows it.
@@ -91,13 +93,9 @@ func (c *Client) List(ctx context.Context, ws uuid.UUID) ([]File, error) {
 	return nil, errors.New("list: too many pages")
 }
 
-// AckResult is the answer of Ack.
-type AckResult struct {
-	Acked bool `json:"acked"`
-	// Raced: the row vanished between look-up and ack (a sweep); the ack
-	// still holds.
-	Raced bool `json:"raced,omitempty"`
-}
+// AckResult is the answer of Ack (wire's): Raced says the row vanished
+// between look-up and ack (a sweep); the ack still holds.
+type AckResult = wire.AckAnswer
 
 // Ack tells the server that ws is done with fileID. It is idempotent (a
 // re-ack succeeds), so it is retried per Retry. A 404 (absent, expired, or

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // A file above the server's multipart threshold goes to the bucket in
@@ -30,32 +32,18 @@ const DefaultPartsInFlight = 4
 // committed; upload the file again.
 var ErrUploadGone = errors.New("the server no longer has this upload (expired, aborted, or another workspace's)")
 
-// PartPlan is how a file in parts goes to the bucket: PartCount parts of
-// PartBytes (the last one shorter), the parts the bucket holds already
-// (Received, the bucket's word), and a presigned PUT of each other part.
-type PartPlan struct {
-	PartBytes int64           `json:"part_bytes"`
-	PartCount int             `json:"part_count"`
-	Received  []ReceivedPart  `json:"received"`
-	Parts     []PresignedPart `json:"parts"`
-}
+// PartPlan is how a file in parts goes to the bucket (wire's): PartCount
+// parts of PartBytes, the parts the bucket holds (Received), and a
+// presigned PUT of each other part.
+type PartPlan = wire.PartPlan
 
 // ReceivedPart is a part the bucket holds.
-type ReceivedPart struct {
-	PartNumber int   `json:"part_number"`
-	Size       int64 `json:"size"`
-}
+type ReceivedPart = wire.ReceivedPart
 
 // PresignedPart is the presigned PUT of one part: send its Size bytes,
 // starting at (PartNumber-1) × PartBytes, with Method to URL with exactly
 // Headers.
-type PresignedPart struct {
-	PartNumber int               `json:"part_number"`
-	Size       int64             `json:"size"`
-	Method     string            `json:"method"`
-	URL        string            `json:"url"`
-	Headers    map[string]string `json:"headers"`
-}
+type PresignedPart = wire.PresignedPart
 
 // partURLRefresh is how long before its URLs expire a plan is renewed
 // before a part is sent (a PUT that starts late is refused by the
@@ -258,8 +246,8 @@ func (s *sectionFile) Close() error {
 // ResumePresign asks the server about the upload in parts uploadID of
 // ws, not committed yet: the plan with the parts the bucket holds
 // (Received) and fresh presigned PUTs of the others. Errors: a 404
-// (IsNotFound) for an upload the server no longer has; a 409 "upload
-// already committed" (see ResumeUpload). It is retried per Retry.
+// (IsNotFound) for an upload the server no longer has; a 409
+// upload_committed (see ResumeUpload). It is retried per Retry.
 func (c *Client) ResumePresign(ctx context.Context, ws, uploadID uuid.UUID) (PresignedUpload, error) {
 	resp, err := c.send(ctx, request{
 		method: "POST", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads", "presign", uploadID.String()),
@@ -268,15 +256,14 @@ func (c *Client) ResumePresign(ctx context.Context, ws, uploadID uuid.UUID) (Pre
 	if err != nil {
 		return PresignedUpload{}, err
 	}
-	var p PresignedUpload
+	var p wire.PresignedUpload
 	if err := decodeJSON(resp, "resume", &p); err != nil {
 		return PresignedUpload{}, err
 	}
 	if p.UploadID != uploadID || p.Multipart == nil {
 		return PresignedUpload{}, fmt.Errorf("resume: the server answered another upload (%s) or no plan of parts", p.UploadID)
 	}
-	p.ws = ws
-	return p, nil
+	return PresignedUpload{PresignedUpload: p, ws: ws}, nil
 }
 
 // ResumeUpload finishes the upload in parts uploadID of ws, whose bytes
@@ -322,19 +309,16 @@ func (c *Client) commitOne(ctx context.Context, ws, uploadID uuid.UUID) (StagedF
 	return staged[0], nil
 }
 
-// isCommitted reports whether err is the 409 of resume or abort for an
-// upload a commit took already.
-func isCommitted(err error) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == "upload already committed"
-}
+// isCommitted reports whether err is resume's or abort's refusal of an
+// upload a commit took already (upload_committed).
+func isCommitted(err error) bool { return ErrorCode(err) == wire.CodeUploadCommitted }
 
 // AbortUpload drops the presigned upload uploadID of ws, not committed
 // yet: the parts (or the object) the bucket holds, and the server's
 // promise, so that no commit can take it. Nothing else does: a cancelled
 // or crashed upload stays resumable until it expires. A 404
 // (IsNotFound) means there is nothing (any more) to abort; an upload
-// committed already is a 409. It is retried per Retry.
+// committed already is a 409 upload_committed. It is retried per Retry.
 func (c *Client) AbortUpload(ctx context.Context, ws, uploadID uuid.UUID) error {
 	resp, err := c.send(ctx, request{
 		method: "DELETE", url: c.endpoint(nil, "workspaces", ws.String(), "chat", "uploads", "presign", uploadID.String()),
@@ -343,9 +327,7 @@ func (c *Client) AbortUpload(ctx context.Context, ws, uploadID uuid.UUID) error 
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Aborted bool `json:"aborted"`
-	}
+	var out wire.AbortAnswer
 	if err := decodeJSON(resp, "abort", &out); err != nil {
 		return err
 	}

@@ -73,11 +73,11 @@ func TestCheckPlan(t *testing.T) {
 		plan PartPlan
 		ok   bool
 	}{
-		{"Fits", PartPlan{PartBytes: 10, PartCount: 3, Parts: []PresignedPart{part(1, 10), part(3, 5)}, Received: []ReceivedPart{{2, 10}}}, true},
+		{"Fits", PartPlan{PartBytes: 10, PartCount: 3, Parts: []PresignedPart{part(1, 10), part(3, 5)}, Received: []ReceivedPart{{PartNumber: 2, Size: 10}}}, true},
 		{"WrongCount", PartPlan{PartBytes: 10, PartCount: 2, Parts: []PresignedPart{part(1, 10)}}, false},
 		{"WrongSize", PartPlan{PartBytes: 10, PartCount: 3, Parts: []PresignedPart{part(3, 10)}}, false},
 		{"NumberOutOfRange", PartPlan{PartBytes: 10, PartCount: 3, Parts: []PresignedPart{part(4, 5)}}, false},
-		{"ReceivedOutOfRange", PartPlan{PartBytes: 10, PartCount: 3, Received: []ReceivedPart{{0, 10}}}, false},
+		{"ReceivedOutOfRange", PartPlan{PartBytes: 10, PartCount: 3, Received: []ReceivedPart{{PartNumber: 0, Size: 10}}}, false},
 		{"NoPartBytes", PartPlan{PartCount: 3}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // deployedRoute is one Api event of template.yaml: what API Gateway sends
@@ -142,7 +143,7 @@ func routeEvent(t *testing.T, method, resource string, params map[string]string,
 
 // routerNotFound is the body of the router's own 404: what a function
 // answers for a route it does not serve.
-const routerNotFound = `{"error":"not found"}`
+const routerNotFound = `{"error":"not found","code":"not_found"}`
 
 // TestEveryDeployedRoute: every Api event of template.yaml reaches a
 // function that serves it. Each function is built from its own main as
@@ -206,23 +207,6 @@ func TestEveryDeployedRoute(t *testing.T) {
 	}
 }
 
-// partPlan is the multipart part of a presign or resume answer (API.md).
-type partPlan struct {
-	UploadID  string `json:"upload_id"`
-	Multipart *struct {
-		PartCount int `json:"part_count"`
-		Received  []struct {
-			PartNumber int `json:"part_number"`
-		} `json:"received"`
-		Parts []struct {
-			PartNumber int               `json:"part_number"`
-			Size       int64             `json:"size"`
-			URL        string            `json:"url"`
-			Headers    map[string]string `json:"headers"`
-		} `json:"parts"`
-	} `json:"multipart"`
-}
-
 // putPart sends one part to its presigned URL, as a client does.
 func putPart(t *testing.T, u string, headers map[string]string, data []byte) {
 	t.Helper()
@@ -261,9 +245,9 @@ func TestResumeAndAbortThroughBinaries(t *testing.T) {
 	presign, upload, content := start(t, "presign", env...), start(t, "upload", env...), start(t, "content", env...)
 	ws := map[string]string{"workspaceId": workspacePlaceholder}
 	const presignPath = "/workspaces/{workspaceId}/chat/uploads/presign"
-	plan := func(name string, size int) partPlan {
+	plan := func(name string, size int) wire.PresignedUpload {
 		body := fmt.Sprintf(`{"files":[{"name":%q,"size":%d,"multipart":true}]}`, name, size)
-		var out struct{ Uploads []partPlan }
+		var out struct{ Uploads []wire.PresignedUpload }
 		wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath, ws, map[string]string{"Content-Type": "application/json"}, []byte(body))), http.StatusOK, &out)
 		if len(out.Uploads) != 1 || out.Uploads[0].Multipart == nil {
 			t.Fatalf("presign: %+v, want one upload in parts", out)
@@ -282,8 +266,8 @@ func TestResumeAndAbortThroughBinaries(t *testing.T) {
 	p := cut.Multipart.Parts[0]
 	putPart(t, p.URL, p.Headers, data[:p.Size])
 	// The connection drops; the client resumes.
-	var resumed partPlan
-	wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(cut.UploadID), nil, nil)), http.StatusOK, &resumed)
+	var resumed wire.PresignedUpload
+	wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(cut.UploadID.String()), nil, nil)), http.StatusOK, &resumed)
 	if r := resumed.Multipart; r == nil || len(r.Received) != 1 || r.Received[0].PartNumber != 1 || len(r.Parts) != 2 {
 		t.Fatalf("resume: %+v, want part 1 received and parts 2, 3 signed", resumed.Multipart)
 	}
@@ -292,7 +276,7 @@ func TestResumeAndAbortThroughBinaries(t *testing.T) {
 		putPart(t, p.URL, p.Headers, data[off:off+p.Size])
 	}
 	var staged struct{ Files []stagedFile }
-	commit := fmt.Sprintf(`{"files":[{"upload_id":%q}]}`, cut.UploadID)
+	commit := fmt.Sprintf(`{"files":[{"upload_id":%q}]}`, cut.UploadID.String())
 	wantJSON(t, invokeHTTP(t, upload, routeEvent(t, "POST", "/workspaces/{workspaceId}/chat/uploads", ws,
 		map[string]string{"Content-Type": "application/json"}, []byte(commit))), http.StatusOK, &staged)
 	if len(staged.Files) != 1 || staged.Files[0].Size != int64(len(data)) {
@@ -308,12 +292,12 @@ func TestResumeAndAbortThroughBinaries(t *testing.T) {
 	gone := plan("gone.bin", len(data))
 	p = gone.Multipart.Parts[0]
 	putPart(t, p.URL, p.Headers, data[:p.Size])
-	abort := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}", withUpload(gone.UploadID), nil, nil))
+	abort := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}", withUpload(gone.UploadID.String()), nil, nil))
 	var aborted struct{ Aborted bool }
 	if wantJSON(t, abort, http.StatusOK, &aborted); !aborted.Aborted {
 		t.Fatalf("abort: got %s, want aborted true", abort.Body)
 	}
-	again := invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(gone.UploadID), nil, nil))
+	again := invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(gone.UploadID.String()), nil, nil))
 	if again.StatusCode != http.StatusNotFound {
 		t.Errorf("resume after abort: got %d %s, want 404", again.StatusCode, again.Body)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // templateS3Policies reads the S3 statements template.yaml grants each
@@ -268,29 +269,29 @@ func TestLeastPrivilege(t *testing.T) {
 	})
 	t.Run("PartsCutResumedCommitted", func(t *testing.T) {
 		data := randomFile(11<<20 + 3)
-		var out struct{ Uploads []partPlan }
+		var out struct{ Uploads []wire.PresignedUpload }
 		body := fmt.Sprintf(`{"files":[{"name":"parts.bin","size":%d,"multipart":true}]}`, len(data))
 		wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath, ws, jsonHeaders, []byte(body))), http.StatusOK, &out)
 		p := out.Uploads[0].Multipart.Parts[0]
 		putPart(t, p.URL, p.Headers, data[:p.Size])
-		var resumed partPlan
+		var resumed wire.PresignedUpload
 		wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}",
-			map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID}, nil, nil)), http.StatusOK, &resumed)
+			map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID.String()}, nil, nil)), http.StatusOK, &resumed)
 		for _, p := range resumed.Multipart.Parts {
 			off := int64(p.PartNumber-1) * (5 << 20)
 			putPart(t, p.URL, p.Headers, data[off:off+p.Size])
 		}
-		f := commit(out.Uploads[0].UploadID)
+		f := commit(out.Uploads[0].UploadID.String())
 		wantContent(f, data)
 		files = append(files, f)
 	})
 	t.Run("Abort", func(t *testing.T) {
 		for _, multipart := range []bool{false, true} {
-			var out struct{ Uploads []partPlan }
+			var out struct{ Uploads []wire.PresignedUpload }
 			body := fmt.Sprintf(`{"files":[{"name":"gone.bin","size":%d,"multipart":%t}]}`, 6<<20, multipart)
 			wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath, ws, jsonHeaders, []byte(body))), http.StatusOK, &out)
 			res := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}",
-				map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID}, nil, nil))
+				map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID.String()}, nil, nil))
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("abort (multipart %t): got %d %s, want 200", multipart, res.StatusCode, res.Body)
 			}

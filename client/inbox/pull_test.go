@@ -124,7 +124,7 @@ func TestPullStoppedBeforeAck(t *testing.T) {
 	refusing := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte(`{"error":"invalid workspace auth token"}` + "\n"))
+		w.Write([]byte(`{"error":"invalid workspace auth token","code":"invalid_token"}` + "\n"))
 	}), tok)
 	if _, err := inbox.New(refusing, ws, dir).Pull(ctx); !client.IsUnauthorized(err) {
 		t.Fatalf("got %v, want the refused ack", err)

@@ -1,4 +1,5 @@
-// Type declarations of pendinguploads.js.
+// Type declarations of pendinguploads.js, the client's one import (the
+// modules beside it are its own: README.md, "The modules").
 
 /** The answer of GET {api}/uploads/limits. */
 export interface Limits {
@@ -49,6 +50,19 @@ export interface UploadProgress {
   fileTotal: number;
 }
 
+/**
+ * What went wrong, stable across versions (README.md, "Error codes"):
+ * "http", an error answer no other code names (body is its JSON, the
+ * service's own code in body.code); "network", no answer (0); "timeout",
+ * no byte moved or no answer in time; "aborted", the caller's signal;
+ * "invalid", an argument refused before sending; "empty", a file of 0
+ * bytes; "too_large", over the per-file cap or one request (before
+ * sending, or the service's 413); "digest_mismatch", the answer's
+ * SHA-256 is not the file's, or the bucket refused a part's bytes for
+ * their checksum; "bad_response", a 2xx answer not as the API says;
+ * "quota_exceeded", the service's 409: the workspace's quota on what
+ * waits (body names the quota, limit, pending and adding).
+ */
 export type PendingUploadsErrorCode =
   | "http"
   | "network"
@@ -57,10 +71,8 @@ export type PendingUploadsErrorCode =
   | "invalid"
   | "empty"
   | "too_large"
-  /** The answer's SHA-256 is not the file's, or the bucket refused a part's bytes for their checksum. */
   | "digest_mismatch"
   | "bad_response"
-  /** 409: the workspace's quota on what waits; body names the quota, limit, pending and adding. */
   | "quota_exceeded";
 
 /**
@@ -82,7 +94,12 @@ export declare class PendingUploadsError extends Error {
   readonly name: "PendingUploadsError" | "TimeoutError";
   /** The HTTP status; 0 when no answer arrived or the check was local. */
   status: number;
-  /** The parsed JSON error body ({error, …}), when there was one. */
+  /**
+   * The parsed JSON error body ({error, code, …}), when there was one:
+   * code is the service's (docs/API.md's table of error codes), absent
+   * from a server older than codes; for the bucket's answer, {code} with
+   * S3's (SlowDown, BadDigest, …).
+   */
   body: any;
   code: PendingUploadsErrorCode;
   /** Files that earlier requests of the same call staged (kept by the server). */

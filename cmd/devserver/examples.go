@@ -13,11 +13,12 @@ import (
 )
 
 // The example page (examples/upload.html) and the browser client it
-// imports (clients/js/pendinguploads.js) are served read-only from the
-// repository, on a loopback port of their own: a second origin beside the
-// API's, as the canvas on a sibling host is, so the page goes through the
-// service's CORS and the bucket's as the canvas does. Nothing else of the
-// repository is served, and the API's own port serves only the API.
+// imports (clients/js/pendinguploads.js and the modules beside it) are
+// served read-only from the repository, on a loopback port of their own:
+// a second origin beside the API's, as the canvas on a sibling host is,
+// so the page goes through the service's CORS and the bucket's as the
+// canvas does. Nothing else of the repository is served, and the API's
+// own port serves only the API.
 
 // examplePage is the page the banner prints, under the repository root.
 const examplePage = "examples/upload.html"

@@ -134,10 +134,16 @@ func TestExamplePage(t *testing.T) {
 		!bytes.Contains(body, []byte(`"@pendinguploads/client": "/clients/js/pendinguploads.js"`)) {
 		t.Fatalf("the page at %s: %d %s, %d bytes, want the example page with its import map", pageURL, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
+	// The one import, and the module it takes uploadFiles from, beside it.
 	resp, body = get(origin + "/clients/js/pendinguploads.js")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") ||
-		!bytes.Contains(body, []byte("export async function uploadFiles")) {
+		!bytes.Contains(body, []byte(`export { uploadFiles } from "./upload.js"`)) {
 		t.Fatalf("the module: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	resp, body = get(origin + "/clients/js/upload.js")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") ||
+		!bytes.Contains(body, []byte("export async function uploadFiles")) {
+		t.Fatalf("the module it imports: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	req, _ := http.NewRequest(http.MethodOptions, api+"/workspaces/"+ws+"/chat/uploads", nil)
 	req.Header.Set("Origin", origin)

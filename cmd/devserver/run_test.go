@@ -166,7 +166,7 @@ func checkUnrouted(t *testing.T, listURL, token, id string) {
 	if code != 405 || h.Get("Allow") != "GET" || h.Get("Content-Type") != "application/json" {
 		t.Errorf("HEAD content: got %d, Allow %q, Content-Type %q; want 405, GET, application/json", code, h.Get("Allow"), h.Get("Content-Type"))
 	}
-	if code, _, b := call("DELETE", content, token); code != 405 || strings.TrimSpace(string(b)) != `{"error":"method not allowed"}` {
+	if code, _, b := call("DELETE", content, token); code != 405 || strings.TrimSpace(string(b)) != `{"error":"method not allowed","code":"method_not_allowed"}` {
 		t.Errorf("DELETE content: got %d %s, want 405 method not allowed", code, b)
 	}
 	u, _ := url.Parse(listURL)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
 )
 
 const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDINGUPLOADS_API)
@@ -112,7 +113,7 @@ func runLs(ctx context.Context, e env, args []string) error {
 			if f.FetchedAt != nil {
 				fetched = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, humanBytes(f.Size),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.FileID, humanize.Bytes(f.Size),
 				f.CreatedAt.Local().Format("2006-01-02 15:04:05"), fetched, f.Name)
 		}
 		if err := tw.Flush(); err != nil {
@@ -259,7 +260,7 @@ func report(e env, asJSON bool, res inbox.Result, err error, cut bool) {
 		if !d.Acked {
 			note += ", not acked: the upload expired meanwhile"
 		}
-		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, humanBytes(d.Size), note)
+		fmt.Fprintf(e.stdout, "delivered %s (%s%s)\n", d.Path, humanize.Bytes(d.Size), note)
 	}
 	for _, fe := range res.Errors {
 		fmt.Fprintf(e.stderr, "failed    %s (%s): %s\n", fe.Name, fe.FileID, explainFile(fe.Err))

@@ -7,20 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// humanBytes formats n as B, KiB, MiB or GiB.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
+)
 
 // progressMin is the smallest transfer that gets a progress bar.
 const progressMin = 4 << 20
@@ -110,9 +99,9 @@ func (b *bar) draw() {
 	fill := int(frac * width)
 	rate := ""
 	if el := time.Since(b.start).Seconds(); el > 0.2 {
-		rate = humanBytes(int64(float64(max(b.n-b.base, 0))/el)) + "/s"
+		rate = humanize.Bytes(int64(float64(max(b.n-b.base, 0))/el)) + "/s"
 	}
 	fmt.Fprintf(b.w, "\r%-28s [%s%s] %3.0f%% %s / %s %s\x1b[K", b.label,
 		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100,
-		humanBytes(b.n), humanBytes(b.total), rate)
+		humanize.Bytes(b.n), humanize.Bytes(b.total), rate)
 }

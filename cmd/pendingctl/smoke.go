@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 const smokeUsage = `Usage: pendingctl smoke --workspace W [flags]
@@ -303,12 +304,12 @@ func (s *smoke) checkLimits(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("limits: per_file_bytes %d and per_request_bytes %d, want both positive", l.PerFileBytes, l.PerRequestBytes)
 	}
 	s.limits = l
-	d := fmt.Sprintf("per file %s, per request %s", humanBytes(l.PerFileBytes), humanBytes(l.PerRequestBytes))
+	d := fmt.Sprintf("per file %s, per request %s", humanize.Bytes(l.PerFileBytes), humanize.Bytes(l.PerRequestBytes))
 	switch {
 	case !l.Presign:
 		d += ", no presign (no bucket)"
 	case l.MultipartThresholdBytes > 0:
-		d += fmt.Sprintf(", presign, parts of %s above %s", humanBytes(l.MultipartPartBytes), humanBytes(l.MultipartThresholdBytes))
+		d += fmt.Sprintf(", presign, parts of %s above %s", humanize.Bytes(l.MultipartPartBytes), humanize.Bytes(l.MultipartThresholdBytes))
 	default:
 		d += ", presign, no parts"
 	}
@@ -324,7 +325,7 @@ func (s *smoke) noParts() string {
 	case l.MultipartThresholdBytes <= 0 || l.MultipartPartBytes <= 0:
 		return "the server takes no parts (limits: no multipart threshold)"
 	case l.MultipartThresholdBytes+1 > l.PerFileBytes:
-		return fmt.Sprintf("the multipart threshold (%s) is the per-file cap: no file goes in parts", humanBytes(l.MultipartThresholdBytes))
+		return fmt.Sprintf("the multipart threshold (%s) is the per-file cap: no file goes in parts", humanize.Bytes(l.MultipartThresholdBytes))
 	}
 	return ""
 }
@@ -341,7 +342,7 @@ func (s *smoke) upload(ctx context.Context) (string, error) {
 		return "", err
 	}
 	s.small.staged = staged[0]
-	return fmt.Sprintf("%s (%s) staged as %s", staged[0].Name, humanBytes(staged[0].Size), staged[0].FileID), nil
+	return fmt.Sprintf("%s (%s) staged as %s", staged[0].Name, humanize.Bytes(staged[0].Size), staged[0].FileID), nil
 }
 
 // check holds what the server answered for the staged file to what was
@@ -383,7 +384,7 @@ func (s *smoke) content(ctx context.Context, f *sentFile) (string, error) {
 	if got := h.Sum(nil); n != f.f.Size || !bytes.Equal(got, f.sum[:]) {
 		return "", fmt.Errorf("content %s: %d bytes with SHA-256 %x; sent %d bytes with %x", st.FileID, n, got, f.f.Size, f.sum)
 	}
-	return fmt.Sprintf("%s byte for byte (SHA-256 %s…)", humanBytes(n), hex.EncodeToString(f.sum[:6])), nil
+	return fmt.Sprintf("%s byte for byte (SHA-256 %s…)", humanize.Bytes(n), hex.EncodeToString(f.sum[:6])), nil
 }
 
 // uploadFirstPart presigns the file in parts and sends only its first
@@ -397,7 +398,7 @@ func (s *smoke) uploadFirstPart(ctx context.Context) (string, error) {
 	s.unfinished = append(s.unfinished, p.UploadID)
 	s.partsUpload = p
 	if p.Multipart == nil {
-		return "", fmt.Errorf("presign planned one PUT for %s, a file above the multipart threshold: want parts", humanBytes(s.parts.f.Size))
+		return "", fmt.Errorf("presign planned one PUT for %s, a file above the multipart threshold: want parts", humanize.Bytes(s.parts.f.Size))
 	}
 	plan := *p.Multipart
 	i := slices.IndexFunc(plan.Parts, func(pp client.PresignedPart) bool { return pp.PartNumber == 1 })
@@ -410,7 +411,7 @@ func (s *smoke) uploadFirstPart(ctx context.Context) (string, error) {
 	if err := s.c.PutPresigned(ctx, first, s.parts.f); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s in %d parts of %s as upload %s: part 1 sent, then stopped", humanBytes(s.parts.f.Size), plan.PartCount, humanBytes(plan.PartBytes), p.UploadID), nil
+	return fmt.Sprintf("%s in %d parts of %s as upload %s: part 1 sent, then stopped", humanize.Bytes(s.parts.f.Size), plan.PartCount, humanize.Bytes(plan.PartBytes), p.UploadID), nil
 }
 
 // resume finishes the interrupted upload through the client's
@@ -438,14 +439,14 @@ func (s *smoke) resume(ctx context.Context) (string, error) {
 	// sends any byte.
 	part1 := min(s.partsUpload.Multipart.PartBytes, f.Size)
 	if len(progress) == 0 || progress[0] != part1 {
-		return "", fmt.Errorf("the resume did not start from part 1 held in the bucket (%s): its first progress was %v bytes", humanBytes(part1), firstOr(progress))
+		return "", fmt.Errorf("the resume did not start from part 1 held in the bucket (%s): its first progress was %v bytes", humanize.Bytes(part1), firstOr(progress))
 	}
 	rest := s.partsUpload.Multipart.PartCount - 1
 	parts := "part"
 	if rest > 1 {
 		parts = "parts"
 	}
-	return fmt.Sprintf("the bucket held part 1; sent the other %d %s (%s) and committed as %s", rest, parts, humanBytes(f.Size-part1), staged.FileID), nil
+	return fmt.Sprintf("the bucket held part 1; sent the other %d %s (%s) and committed as %s", rest, parts, humanize.Bytes(f.Size-part1), staged.FileID), nil
 }
 
 func firstOr(p []int64) any {
@@ -492,13 +493,12 @@ func (s *smoke) cleanup(ctx context.Context) (string, error) {
 	var done, left []string
 	for _, id := range s.unfinished {
 		err := s.c.AbortUpload(ctx, s.ws, id)
-		var ae *client.APIError
 		switch {
 		case err == nil:
 			done = append(done, "aborted upload "+id.String())
 		case client.IsNotFound(err):
 			done = append(done, "upload "+id.String()+" was gone already")
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		case client.ErrorCode(err) == wire.CodeUploadCommitted:
 			staged, cerr := s.c.Commit(ctx, s.ws, []uuid.UUID{id})
 			if cerr != nil {
 				left = append(left, fmt.Sprintf("upload %s (%s)", id, explain(cerr)))

@@ -256,7 +256,7 @@ func TestSmokeFailureCleansUp(t *testing.T) {
 				if r.Method == "POST" && resumeRoute.MatchString(r.URL.Path) {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusNotFound)
-					w.Write([]byte(`{"error":"not found"}` + "\n"))
+					w.Write([]byte(`{"error":"not found","code":"not_found"}` + "\n"))
 					return true
 				}
 				return false
@@ -386,7 +386,7 @@ func TestSmokeCleanupFails(t *testing.T) {
 		if strings.HasSuffix(r.URL.Path, "/ack") {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
-			w.Write([]byte(`{"error":"storage error"}` + "\n"))
+			w.Write([]byte(`{"error":"storage error","code":"internal"}` + "\n"))
 			return true
 		}
 		return false

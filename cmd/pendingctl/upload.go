@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...
@@ -101,7 +102,7 @@ func runUpload(ctx context.Context, e env, args []string) error {
 		}
 	} else {
 		for _, s := range staged {
-			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanBytes(s.Size), s.Name)
+			fmt.Fprintf(e.stdout, "staged  %s  %10s  %s\n", s.FileID, humanize.Bytes(s.Size), s.Name)
 		}
 	}
 	if err != nil {
@@ -225,7 +226,7 @@ func (u *uploadRun) resumed(it *uploadItem, p client.PresignedUpload) {
 		held += r.Size
 	}
 	fmt.Fprintf(u.e.stderr, "pendingctl upload: %d of %d parts of %s (%s of %s) are in the bucket already; sending the other %d\n",
-		len(p.Multipart.Received), p.Multipart.PartCount, it.path, humanBytes(held), humanBytes(it.f.Size),
+		len(p.Multipart.Received), p.Multipart.PartCount, it.path, humanize.Bytes(held), humanize.Bytes(it.f.Size),
 		p.Multipart.PartCount-len(p.Multipart.Received))
 }
 
@@ -347,10 +348,7 @@ func (l *lazyBar) done(err error) {
 }
 
 // notReceived reports whether err is the commit's refusal of an upload
-// whose bytes are not what its presign declared (409 "upload not
-// received"): after a resume that sent every missing part, the file's
-// bytes are not the ones the upload began with.
-func notReceived(err error) bool {
-	var ae *client.APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == "upload not received"
-}
+// whose bytes are not what its presign declared (upload_not_received):
+// after a resume that sent every missing part, the file's bytes are not
+// the ones the upload began with.
+func notReceived(err error) bool { return client.ErrorCode(err) == wire.CodeUploadNotReceived }

@@ -144,7 +144,7 @@ func TestFailureAtItemK(t *testing.T) { // not parallel: the bucket case sets th
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantError(t, res, 500, "storage error", "")
+			wantError(t, res, 500, "storage error", "internal")
 			if strings.Contains(string(res.Body), "faulttest_poison") {
 				t.Errorf("500 body carries the internal error: %s", res.Body)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
@@ -22,13 +23,13 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	case pendinguploads.Acked:
 		a.logger().Info("acked", args...)
 		a.Metrics.Count(metrics.Acked, nil, 1, nil)
-		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
+		writeJSON(w, http.StatusOK, wire.AckAnswer{Acked: true})
 	case pendinguploads.Raced:
 		a.logger().Info("acked", append(args, "raced", true)...)
-		writeJSON(w, http.StatusOK, map[string]any{"acked": true, "raced": true})
+		writeJSON(w, http.StatusOK, wire.AckAnswer{Acked: true, Raced: true})
 	default:
 		a.logger().Info("acked again", args...)
-		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
+		writeJSON(w, http.StatusOK, wire.AckAnswer{Acked: true})
 	}
 	return nil
 }

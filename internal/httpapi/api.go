@@ -22,6 +22,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // The request deadline of API.md. The caps are limits' and the
@@ -55,7 +56,7 @@ type API struct {
 	CORSAllowedOrigins []string
 	// Limits is the answer of GET /uploads/limits (LimitsOf the
 	// configuration).
-	Limits Limits
+	Limits wire.Limits
 }
 
 // New returns the API over store and authn.

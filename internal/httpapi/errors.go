@@ -11,14 +11,18 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // Error is an answer of API.md other than a success: its status, and the
-// JSON body {"error": Message} with Fields beside it. Handlers return one
-// (or an error that wraps one, whose text says why, for the log), or any
-// other error, which the table below turns into one; fail answers it.
+// JSON body {"error": Message, "code": Code} with Fields beside it. The
+// code is what clients branch on (wire.Code: one per meaning); the message
+// is for people. Handlers return one (or an error that wraps one, whose
+// text says why, for the log), or any other error, which the table below
+// turns into one; fail answers it.
 type Error struct {
 	Status  int
+	Code    wire.Code
 	Message string
 	Fields  map[string]any
 }
@@ -27,45 +31,45 @@ func (e *Error) Error() string { return e.Message }
 
 // The answers of API.md that name no file or value.
 var (
-	errMissingToken = &Error{Status: http.StatusUnauthorized, Message: "missing workspace auth token"}
-	errInvalidToken = &Error{Status: http.StatusUnauthorized, Message: "invalid workspace auth token"}
+	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
+	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
 	// A session cookie on a request another site's page may have made.
-	errForeignOrigin = &Error{Status: http.StatusForbidden, Message: "cross-origin request refused"}
+	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
-	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Message: "storage unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
-	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Message: "session check unavailable, retry shortly", Fields: map[string]any{"code": "unavailable"}}
-	errInternal         = &Error{Status: http.StatusInternalServerError, Message: "storage error"}
-	errNotFound         = &Error{Status: http.StatusNotFound, Message: "not found"}
-	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Message: "method not allowed"}
-	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Message: "invalid workspace ID"}
-	errBadFileID        = &Error{Status: http.StatusBadRequest, Message: "invalid file_id"}
-	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Message: "workspace not found"}
+	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
+	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	errInternal         = &Error{Status: http.StatusInternalServerError, Code: wire.CodeInternal, Message: "storage error"}
+	errNotFound         = &Error{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "not found"}
+	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Code: wire.CodeMethodNotAllowed, Message: "method not allowed"}
+	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadWorkspaceID, Message: "invalid workspace ID"}
+	errBadFileID        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadFileID, Message: "invalid file_id"}
+	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Code: wire.CodeWorkspaceNotFound, Message: "workspace not found"}
 	// A file that is gone: ack's words, and content's.
-	errGone    = &Error{Status: http.StatusNotFound, Message: "pending upload not found, expired, or already acked"}
-	errExpired = &Error{Status: http.StatusNotFound, Message: "pending upload not found or expired"}
+	errGone    = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found, expired, or already acked"}
+	errExpired = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found or expired"}
 	// Another workspace's file: 404 as well, never 403.
-	errNotYours = &Error{Status: http.StatusNotFound, Message: "pending upload not found"}
+	errNotYours = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found"}
 
-	errBadQuery        = &Error{Status: http.StatusBadRequest, Message: "invalid query string"}
-	errUnknownParam    = &Error{Status: http.StatusBadRequest, Message: "unknown query parameter"}
-	errBadLimit        = &Error{Status: http.StatusBadRequest, Message: "invalid limit (want 1 to 100)"}
-	errBadCursor       = &Error{Status: http.StatusBadRequest, Message: "invalid cursor"}
-	errBadContentParam = &Error{Status: http.StatusBadRequest, Message: "invalid query parameter (only redirect=1)"}
-	errBadRange        = &Error{Status: http.StatusRequestedRangeNotSatisfiable, Message: "range not satisfiable"}
+	errBadQuery        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadQuery, Message: "invalid query string"}
+	errUnknownParam    = &Error{Status: http.StatusBadRequest, Code: wire.CodeUnknownParam, Message: "unknown query parameter"}
+	errBadLimit        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadLimit, Message: "invalid limit (want 1 to 100)"}
+	errBadCursor       = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadCursor, Message: "invalid cursor"}
+	errBadContentParam = &Error{Status: http.StatusBadRequest, Code: wire.CodeUnknownParam, Message: "invalid query parameter (only redirect=1)"}
+	errBadRange        = &Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: wire.CodeRangeNotSatisfiable, Message: "range not satisfiable"}
 
-	errMalformedMultipart = &Error{Status: http.StatusBadRequest, Message: "malformed multipart body"}
-	errMalformedJSON      = &Error{Status: http.StatusBadRequest, Message: "malformed JSON body"}
-	errNoFiles            = &Error{Status: http.StatusBadRequest, Message: "no files field in request"}
-	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("too many files (limit %d)", limits.MaxFiles)}
-	errBadUploadID        = &Error{Status: http.StatusBadRequest, Message: "invalid upload_id"}
-	errUploadNotFound     = &Error{Status: http.StatusNotFound, Message: "upload not found"}
-	errNotMultipart       = &Error{Status: http.StatusBadRequest, Message: "not a multipart upload"}
+	errMalformedMultipart = &Error{Status: http.StatusBadRequest, Code: wire.CodeMalformedMultipart, Message: "malformed multipart body"}
+	errMalformedJSON      = &Error{Status: http.StatusBadRequest, Code: wire.CodeMalformedJSON, Message: "malformed JSON body"}
+	errNoFiles            = &Error{Status: http.StatusBadRequest, Code: wire.CodeNoFiles, Message: "no files field in request"}
+	errTooManyFiles       = &Error{Status: http.StatusBadRequest, Code: wire.CodeTooManyFiles, Message: fmt.Sprintf("too many files (limit %d)", limits.MaxFiles)}
+	errBadUploadID        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadUploadID, Message: "invalid upload_id"}
+	errUploadNotFound     = &Error{Status: http.StatusNotFound, Code: wire.CodeUploadNotFound, Message: "upload not found"}
+	errNotMultipart       = &Error{Status: http.StatusBadRequest, Code: wire.CodeNotMultipart, Message: "not a multipart upload"}
 	// Presigned uploads without a bucket: the presign route is not there
 	// (404); a commit is a request this service cannot take (400).
-	errPresignOff       = &Error{Status: http.StatusNotFound, Message: msgPresignOff}
-	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Message: msgPresignOff}
+	errPresignOff       = &Error{Status: http.StatusNotFound, Code: wire.CodePresignDisabled, Message: msgPresignOff}
+	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Code: wire.CodePresignDisabled, Message: msgPresignOff}
 )
 
 const msgPresignOff = "presigned uploads are not enabled"
@@ -73,42 +77,42 @@ const msgPresignOff = "presigned uploads are not enabled"
 // The answers that name what they refuse.
 
 func errBodyTooLarge(limit int64) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeRequestTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
 }
 
 func errFileTooLarge(name string, size, limit int64) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Message: "file exceeds per-file cap",
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeFileTooLarge, Message: "file exceeds per-file cap",
 		Fields: map[string]any{"filename": name, "size": size, "max": limit}}
 }
 
 func errEmptyFile(name string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: "empty file", Fields: map[string]any{"filename": name}}
+	return &Error{Status: http.StatusBadRequest, Code: wire.CodeEmptyFile, Message: "empty file", Fields: map[string]any{"filename": name}}
 }
 
 func errBadSHA256(name string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: "invalid sha256 (want 64 hex digits)", Fields: map[string]any{"filename": name}}
+	return &Error{Status: http.StatusBadRequest, Code: wire.CodeBadSHA256, Message: "invalid sha256 (want 64 hex digits)", Fields: map[string]any{"filename": name}}
 }
 
 func errBadParts(name string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: "invalid parts (want one sha256 per part of part_bytes, for a multipart file)",
+	return &Error{Status: http.StatusBadRequest, Code: wire.CodeBadParts, Message: "invalid parts (want one sha256 per part of part_bytes, for a multipart file)",
 		Fields: map[string]any{"filename": name}}
 }
 
 func errUploadCommitted(id string) *Error {
-	return &Error{Status: http.StatusConflict, Message: "upload already committed", Fields: map[string]any{"upload_id": id}}
+	return &Error{Status: http.StatusConflict, Code: wire.CodeUploadCommitted, Message: "upload already committed", Fields: map[string]any{"upload_id": id}}
 }
 
 func errDuplicateUploadID(id string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: "duplicate upload_id", Fields: map[string]any{"upload_id": id}}
+	return &Error{Status: http.StatusBadRequest, Code: wire.CodeDuplicateUploadID, Message: "duplicate upload_id", Fields: map[string]any{"upload_id": id}}
 }
 
 func errQuota(q *pendinguploads.QuotaError) *Error {
-	return &Error{Status: http.StatusConflict, Message: "workspace quota exceeded",
+	return &Error{Status: http.StatusConflict, Code: wire.CodeQuotaExceeded, Message: "workspace quota exceeded",
 		Fields: map[string]any{"quota": q.Quota, "limit": q.Limit, "pending": q.Pending, "adding": q.Adding}}
 }
 
 func errNotReceived(id string) *Error {
-	return &Error{Status: http.StatusConflict, Message: "upload not received", Fields: map[string]any{"upload_id": id}}
+	return &Error{Status: http.StatusConflict, Code: wire.CodeUploadNotReceived, Message: "upload not received", Fields: map[string]any{"upload_id": id}}
 }
 
 // answers is the table from the errors of the layers below to API.md's
@@ -166,7 +170,7 @@ func (a *API) answerFor(err error) *Error {
 // but the answer.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := a.answerFor(err)
-	args := []any{"status", e.Status, "error", e.Message, "method", r.Method, "path", r.URL.Path}
+	args := []any{"status", e.Status, "code", e.Code, "error", e.Message, "method", r.Method, "path", r.URL.Path}
 	if err != error(e) {
 		args = append(args, "reason", err.Error())
 	}
@@ -195,11 +199,23 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		a.logger().Info("refused", args...)
 	}
-	body := map[string]any{"error": e.Message}
-	for k, v := range e.Fields {
-		body[k] = v
+	w.Header().Set("Cache-Control", "no-store")
+	writeEncoded(w, e.Status, errorBody(e))
+}
+
+// errorBody encodes e: "error" and "code" first, as API.md writes them,
+// then its fields (in key order).
+func errorBody(e *Error) []byte {
+	b, _ := json.Marshal(wire.ErrorBody{Error: e.Message, Code: e.Code})
+	if len(e.Fields) == 0 {
+		return b
 	}
-	writeJSON(w, e.Status, body)
+	f, err := json.Marshal(e.Fields)
+	if err != nil { // plain values: cannot happen
+		slog.Error("encode error fields", "err", err)
+		return b
+	}
+	return append(append(b[:len(b)-1], ','), f[1:]...)
 }
 
 // writeJSON answers v as JSON, not to be cached. Encoding a map or
@@ -215,7 +231,7 @@ func writeJSONCached(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		slog.Error("encode response", "err", err)
-		status, b = http.StatusInternalServerError, []byte(`{"error":"storage error"}`)
+		status, b = http.StatusInternalServerError, []byte(`{"error":"storage error","code":"internal"}`)
 	}
 	writeEncoded(w, status, b)
 }

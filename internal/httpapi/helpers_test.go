@@ -49,6 +49,49 @@ const (
 	msgPresignOff = "presigned uploads are not enabled"
 )
 
+// codeOf is the code API.md gives each message: every error body carries
+// it beside the message (wantError checks it).
+var codeOf = map[string]string{
+	msgMissing:    "missing_token",
+	msgInvalid:    "invalid_token",
+	msgBadWS:      "bad_workspace_id",
+	msgBadFile:    "bad_file_id",
+	msgMalformed:  "malformed_multipart",
+	msgNoFiles:    "no_files",
+	msgTooMany:    "too_many_files",
+	msgEmpty:      "empty_file",
+	msgFileCap:    "file_too_large",
+	msgBodyCap:    "request_too_large",
+	msgGone:       "file_not_found",
+	msgNotYours:   "file_not_found",
+	msgExpired:    "file_not_found",
+	msgStorage:    "internal",
+	msgPresignOff: "presign_disabled",
+
+	"cross-origin request refused":             "forbidden_origin",
+	"storage unavailable, retry shortly":       "unavailable",
+	"session check unavailable, retry shortly": "unavailable",
+	"not found":                                 "not_found",
+	"method not allowed":                        "method_not_allowed",
+	"workspace not found":                       "workspace_not_found",
+	"invalid query string":                      "bad_query",
+	"unknown query parameter":                   "unknown_param",
+	"invalid query parameter (only redirect=1)": "unknown_param",
+	"invalid limit (want 1 to 100)":             "bad_limit",
+	"invalid cursor":                            "bad_cursor",
+	"range not satisfiable":                     "range_not_satisfiable",
+	"malformed JSON body":                       "malformed_json",
+	"invalid upload_id":                         "bad_upload_id",
+	"duplicate upload_id":                       "duplicate_upload_id",
+	"upload not found":                          "upload_not_found",
+	"not a multipart upload":                    "not_multipart",
+	"upload not received":                       "upload_not_received",
+	"upload already committed":                  "upload_committed",
+	"workspace quota exceeded":                  "quota_exceeded",
+	"invalid sha256 (want 64 hex digits)":       "bad_sha256",
+	"invalid parts (want one sha256 per part of part_bytes, for a multipart file)": "bad_parts",
+}
+
 const maxFileBytes = 26214400
 
 // result is a response, read in full.
@@ -189,8 +232,9 @@ func wantStatus(t *testing.T, res result, status int) {
 	}
 }
 
-// wantError checks that res is exactly the JSON error {"error": msg} plus
-// extra fields, with status and Content-Type: application/json.
+// wantError checks that res is exactly the JSON error {"error": msg,
+// "code": codeOf[msg]} plus extra fields, with status and Content-Type:
+// application/json.
 func wantError(t *testing.T, res result, status int, msg string, extra map[string]any) {
 	t.Helper()
 	wantStatus(t, res, status)
@@ -198,7 +242,11 @@ func wantError(t *testing.T, res result, status int, msg string, extra map[strin
 		t.Errorf("Content-Type: got %q, want %q", got, "application/json")
 	}
 	body := jsonObject(t, res.body)
-	want := map[string]any{"error": msg}
+	code, ok := codeOf[msg]
+	if !ok {
+		t.Fatalf("no code for %q in codeOf", msg)
+	}
+	want := map[string]any{"error": msg, "code": code}
 	for k, v := range extra {
 		want[k] = v
 	}

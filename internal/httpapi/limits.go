@@ -4,32 +4,16 @@ import (
 	"net/http"
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
-
 	"github.com/pendinguploads/pendinguploads/internal/limits"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
-
-// Limits is the answer of GET /uploads/limits: what a client needs before
-// it uploads, from the same settings the handlers enforce.
-type Limits struct {
-	PerFileBytes             int64 `json:"per_file_bytes"`
-	PerRequestBytes          int64 `json:"per_request_bytes"`
-	MaxAttachmentsPerMessage int   `json:"max_attachments_per_message"`
-	Presign                  bool  `json:"presign"`
-	// Multipart: a presigned file above the threshold goes in parts of
-	// part_bytes, for a client that asks (null: no bucket).
-	MultipartThresholdBytes *int64 `json:"multipart_threshold_bytes"`
-	MultipartPartBytes      *int64 `json:"multipart_part_bytes"`
-	// The workspace quota on what waits (null: none).
-	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
-	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
-}
 
 // LimitsOf is the answer of GET /uploads/limits for the configuration:
 // the same settings the store and the handlers enforce, read from their
 // one home. The function that serves it (list) has no bucket of its own:
 // whether presign is offered is the configuration's CONTENT_BUCKET.
-func LimitsOf(cfg config.Config) Limits {
-	l := Limits{
+func LimitsOf(cfg config.Config) wire.Limits {
+	l := wire.Limits{
 		PerFileBytes:             cfg.MaxFileBytes,
 		PerRequestBytes:          cfg.MaxRequestBytes,
 		MaxAttachmentsPerMessage: limits.MaxFiles,

@@ -5,58 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
-
-type presignRequest struct {
-	Files []struct {
-		Name     string `json:"name"`
-		Size     int64  `json:"size"`
-		MimeType string `json:"mimeType"`
-		SHA256   string `json:"sha256"` // optional: hex
-		// Multipart: the client can send the file in parts.
-		Multipart bool `json:"multipart"`
-		// Parts, optional: each part's SHA-256 (hex), in order.
-		Parts []struct {
-			SHA256 string `json:"sha256"`
-		} `json:"parts"`
-	} `json:"files"`
-}
-
-type presignedUpload struct {
-	UploadID  string            `json:"upload_id"`
-	Method    string            `json:"method,omitempty"`
-	URL       string            `json:"url,omitempty"`
-	Headers   map[string]string `json:"headers,omitempty"`
-	ExpiresAt time.Time         `json:"expires_at"`
-	Multipart *multipartPlan    `json:"multipart,omitempty"`
-}
-
-type multipartPlan struct {
-	PartBytes int64           `json:"part_bytes"`
-	PartCount int             `json:"part_count"`
-	Received  []receivedPart  `json:"received"`
-	Parts     []presignedPart `json:"parts"`
-}
-
-type receivedPart struct {
-	PartNumber int32 `json:"part_number"`
-	Size       int64 `json:"size"`
-}
-
-type presignedPart struct {
-	PartNumber int32             `json:"part_number"`
-	Size       int64             `json:"size"`
-	Method     string            `json:"method"`
-	URL        string            `json:"url"`
-	Headers    map[string]string `json:"headers"`
-}
 
 // presign is POST /workspaces/{workspaceId}/chat/uploads/presign: it lets
 // a client put large files straight into the bucket, in one PUT or, for a
@@ -72,7 +28,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	if !a.store.Presigns() {
 		return errPresignOff
 	}
-	var req presignRequest
+	var req wire.PresignRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -115,13 +71,13 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]presignedUpload, len(puts))
+	out := wire.PresignAnswer{Uploads: make([]wire.PresignedUpload, len(puts))}
 	for i, p := range puts {
-		out[i] = presigned(p)
+		out.Uploads[i] = presigned(p)
 		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
 			"filename", files[i].Filename, "multipart", p.Multipart != nil}, id.LogAttrs()...)...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -161,7 +117,7 @@ func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, id.LogAttrs()...)...)
-	writeJSON(w, http.StatusOK, map[string]any{"aborted": true})
+	writeJSON(w, http.StatusOK, wire.AbortAnswer{Aborted: true})
 	return nil
 }
 
@@ -182,19 +138,19 @@ func (a *API) guardUpload(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID
 }
 
 // presigned is the answer for one presigned upload.
-func presigned(p pendinguploads.PresignedPut) presignedUpload {
-	out := presignedUpload{UploadID: p.UploadID.String(), ExpiresAt: p.ExpiresAt}
+func presigned(p pendinguploads.PresignedPut) wire.PresignedUpload {
+	out := wire.PresignedUpload{UploadID: p.UploadID, ExpiresAt: p.ExpiresAt}
 	if p.Multipart == nil {
 		out.Method, out.URL, out.Headers = http.MethodPut, p.URL, p.Headers
 		return out
 	}
-	m := &multipartPlan{PartBytes: p.Multipart.PartBytes, PartCount: p.Multipart.PartCount,
-		Received: []receivedPart{}, Parts: []presignedPart{}}
+	m := &wire.PartPlan{PartBytes: p.Multipart.PartBytes, PartCount: p.Multipart.PartCount,
+		Received: []wire.ReceivedPart{}, Parts: []wire.PresignedPart{}}
 	for _, r := range p.Multipart.Received {
-		m.Received = append(m.Received, receivedPart{PartNumber: r.Number, Size: r.Size})
+		m.Received = append(m.Received, wire.ReceivedPart{PartNumber: int(r.Number), Size: r.Size})
 	}
 	for _, pp := range p.Multipart.Parts {
-		m.Parts = append(m.Parts, presignedPart{PartNumber: pp.Number, Size: pp.Size, Method: http.MethodPut, URL: pp.URL, Headers: pp.Headers})
+		m.Parts = append(m.Parts, wire.PresignedPart{PartNumber: int(pp.Number), Size: pp.Size, Method: http.MethodPut, URL: pp.URL, Headers: pp.Headers})
 	}
 	out.Multipart = m
 	return out

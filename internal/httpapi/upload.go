@@ -14,17 +14,8 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/wire"
 )
-
-// stagedFile is one file of the success body of upload.
-type stagedFile struct {
-	FileID   string `json:"file_id"`
-	URI      string `json:"uri"`
-	Name     string `json:"name"`
-	MimeType string `json:"mimeType"`
-	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256"`
-}
 
 // upload is POST /workspaces/{workspaceId}/chat/uploads: the files in a
 // multipart form (form A), or the JSON commit of presigned uploads (form
@@ -57,12 +48,6 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type commitRequest struct {
-	Files []struct {
-		UploadID string `json:"upload_id"`
-	} `json:"files"`
-}
-
 // commit is the JSON form of upload: it stages the files that clients
 // put into the bucket after presign (pendinguploads.Store.Commit). A
 // retried commit answers what the first stored.
@@ -70,7 +55,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, 
 	if !a.store.Presigns() {
 		return errCommitPresignOff
 	}
-	var req commitRequest
+	var req wire.CommitRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -96,7 +81,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, 
 	}
 	if replayed {
 		a.logger().Info("commit replayed", append([]any{"workspace_id", ws, "files", len(recs)}, id.LogAttrs()...)...)
-		writeJSON(w, http.StatusOK, map[string]any{"files": stagedFiles(recs)})
+		writeJSON(w, http.StatusOK, wire.StagedAnswer{Files: stagedFiles(recs)})
 		return nil
 	}
 	a.staged(w, id, ws, recs)
@@ -113,14 +98,14 @@ func (a *API) staged(w http.ResponseWriter, id *auth.Identity, ws uuid.UUID, rec
 	}
 	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
 	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
-	writeJSON(w, http.StatusOK, map[string]any{"files": stagedFiles(recs)})
+	writeJSON(w, http.StatusOK, wire.StagedAnswer{Files: stagedFiles(recs)})
 }
 
-func stagedFiles(recs []pendinguploads.Record) []stagedFile {
-	out := make([]stagedFile, len(recs))
+func stagedFiles(recs []pendinguploads.Record) []wire.StagedFile {
+	out := make([]wire.StagedFile, len(recs))
 	for i, rec := range recs {
-		out[i] = stagedFile{
-			FileID: rec.FileID.String(), URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
+		out[i] = wire.StagedFile{
+			FileID: rec.FileID, URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
 			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
 		}
 	}

@@ -23,7 +23,7 @@ import (
 var malformed = events.APIGatewayProxyResponse{
 	StatusCode: http.StatusBadRequest,
 	Headers:    map[string]string{"Content-Type": "application/json"},
-	Body:       `{"error":"malformed request"}` + "\n",
+	Body:       `{"error":"malformed request","code":"malformed_request"}` + "\n",
 }
 
 // HTTP serves h to REST API proxy events and answers buffered: what h
@@ -188,7 +188,7 @@ func Stream(h http.Handler) func(context.Context, events.APIGatewayProxyRequest)
 						w.header = http.Header{"Content-Type": {"application/json"}}
 						w.status = http.StatusInternalServerError
 						w.start()
-						_, _ = pw.Write([]byte(`{"error":"storage error"}` + "\n"))
+						_, _ = pw.Write([]byte(`{"error":"storage error","code":"internal"}` + "\n"))
 						pw.Close()
 					}
 					return

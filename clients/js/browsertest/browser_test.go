@@ -109,16 +109,30 @@ func requireBrowser(t *testing.T) (chromium, node string) {
 	return chromium, node
 }
 
-// pageServer serves the test page and the client module on a loopback
+// serveClient serves the client's modules (the files directly in
+// clients/js ending in .js, as the dev server serves them) under prefix,
+// each beside pendinguploads.js, so that its relative imports resolve.
+func serveClient(t *testing.T, mux *http.ServeMux, prefix string) {
+	t.Helper()
+	modules, err := filepath.Glob(filepath.Join("..", "*.js"))
+	if err != nil || len(modules) == 0 {
+		t.Fatalf("the client's modules in ..: %v %v", modules, err)
+	}
+	for _, path := range modules {
+		mux.HandleFunc(prefix+filepath.Base(path), func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			http.ServeFile(w, r, path)
+		})
+	}
+}
+
+// pageServer serves the test page and the client's modules on a loopback
 // origin of its own.
 func pageServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "page"))))
-	mux.HandleFunc("/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
-	})
+	serveClient(t, mux, "/")
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
@@ -285,6 +299,8 @@ type jsError struct {
 	Status              int                 `json:"status"`
 	Message             string              `json:"message"`
 	Staged              []client.StagedFile `json:"staged"`
+	// Body is the error's body: the service's JSON error answer, if any.
+	Body map[string]any `json:"body"`
 }
 
 type uploadResult struct {

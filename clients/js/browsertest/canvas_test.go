@@ -31,10 +31,7 @@ func canvasPages(t *testing.T, api string) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
 	mux.Handle("/page/", http.StripPrefix("/page/", http.FileServer(http.Dir(filepath.Join("testdata", "page")))))
-	mux.HandleFunc("/page/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
-	})
+	serveClient(t, mux, "/page/")
 	if api != "" {
 		u, err := url.Parse(api)
 		if err != nil {

@@ -295,10 +295,7 @@ func startCanvasRig(t *testing.T, env map[string]string, rate int64) canvasRig {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
 	mux.Handle("/page/", http.StripPrefix("/page/", http.FileServer(http.Dir(filepath.Join("testdata", "page")))))
-	mux.HandleFunc("/page/pendinguploads.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		http.ServeFile(w, r, filepath.Join("..", "pendinguploads.js"))
-	})
+	serveClient(t, mux, "/page/")
 	mux.HandleFunc("/test/stored", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := uuid.Parse(r.URL.Query().Get("ws"))
 		if err != nil {

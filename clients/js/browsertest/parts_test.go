@@ -3,6 +3,8 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -176,6 +178,49 @@ func partsProxy(t *testing.T, moto string, cookies *atomic.Int64, watches ...*pa
 	return s.URL
 }
 
+// rewordedPrefix begins every message of the service's error answers
+// that reworded passes on.
+const rewordedPrefix = "reworded by the test"
+
+// reworded answers the page's requests (those with an Origin; the Go
+// client's go through as they are) as next does, with the message of
+// every JSON error answer reworded: the browser client must act on the
+// answer's code (or, from a server older than codes, on its status and
+// fields), never on its message, which the service may reword.
+func reworded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		var v map[string]any
+		if rec.Code >= 400 && json.Unmarshal(body, &v) == nil {
+			if _, ok := v["error"].(string); ok {
+				v["error"] = fmt.Sprintf("%s: an answer %d", rewordedPrefix, rec.Code)
+				body, _ = json.Marshal(v)
+			}
+		}
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	})
+}
+
+// notReceivedAnswer tells whether body is the commit's upload_not_received
+// answer: its code, or, from a server older than codes, no code and the
+// upload it names.
+func notReceivedAnswer(body map[string]any) bool {
+	id, _ := body["upload_id"].(string)
+	code, hasCode := body["code"]
+	return id != "" && (code == "upload_not_received" || !hasCode)
+}
+
 // incompleteUploadsUnder lists the bucket's multipart uploads under
 // prefix that were neither completed nor aborted.
 func incompleteUploadsUnder(t *testing.T, c *s3.Client, bucket, prefix string) []types.MultipartUpload {
@@ -242,8 +287,9 @@ func TestBrowserClientInParts(t *testing.T) {
 	partCount := int((hundredMiB + partBytes - 1) / partBytes)
 	partSize := func(n int) int64 { return min(partBytes, hundredMiB-int64(n-1)*partBytes) }
 
-	// The service; a resume ends its workspace's cut.
-	mux := srv.App.API.Mux()
+	// The service, its messages reworded for the page; a resume ends its
+	// workspace's cut.
+	mux := reworded(srv.App.API.Mux())
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, pw := range watches {
 			if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/workspaces/"+pw.ws.String()+"/chat/uploads/presign/") {
@@ -453,8 +499,11 @@ func TestBrowserClientInParts(t *testing.T) {
 		// parts go in, and the commit refuses the file: its SHA-256 is not
 		// the one declared.
 		c := res.Changed
-		if c.OK || c.Error == nil || c.Error.Status != http.StatusConflict || !strings.Contains(c.Error.Message, "upload not received") {
-			t.Fatalf("the changed file's resume: ok=%v %+v, want 409 upload not received", c.OK, c.Error)
+		if c.OK || c.Error == nil || c.Error.Status != http.StatusConflict || !notReceivedAnswer(c.Error.Body) {
+			t.Fatalf("the changed file's resume: ok=%v %+v, want 409 upload_not_received", c.OK, c.Error)
+		}
+		if !strings.HasPrefix(c.Error.Message, "commit: "+rewordedPrefix) {
+			t.Errorf("the changed file's error: %q, want the reworded message: the client read the answer by its code", c.Error.Message)
 		}
 		if c.ResumeEntries != 0 {
 			t.Errorf("resume entries after the refused commit: %d, want none (a resume would send nothing)", c.ResumeEntries)

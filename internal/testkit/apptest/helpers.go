@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,12 +21,7 @@ import (
 // Clients under test must refuse what comes through it.
 func TamperProxy(tb testing.TB, target string, flip bool, digest string) string {
 	tb.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
+	return proxy(tb, target, func(resp *http.Response) error {
 		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != http.StatusOK {
 			return nil
 		}
@@ -41,7 +38,45 @@ func TamperProxy(tb testing.TB, target string, flip bool, digest string) string 
 			resp.Body = io.NopCloser(bytes.NewReader(b))
 		}
 		return nil
+	})
+}
+
+// ErrorProxy is a loopback proxy in front of target that passes the JSON
+// body of every error answer (4xx, 5xx) through edit: what a server that
+// words its messages otherwise, or carries no code, would answer.
+func ErrorProxy(tb testing.TB, target string, edit func(body map[string]any)) string {
+	tb.Helper()
+	return proxy(tb, target, func(resp *http.Response) error {
+		if resp.StatusCode < 400 {
+			return nil
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var body map[string]any
+		if json.Unmarshal(raw, &body) == nil {
+			edit(body)
+			raw, _ = json.Marshal(body)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		resp.ContentLength = int64(len(raw))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
+		return nil
+	})
+}
+
+// proxy is a loopback reverse proxy in front of target that passes every
+// answer through modify, until the test ends.
+func proxy(tb testing.TB, target string, modify func(*http.Response) error) string {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
 	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = modify
 	ps := httptest.NewServer(rp)
 	tb.Cleanup(ps.Close)
 	return ps.URL

@@ -11,8 +11,9 @@
 //
 // What it does as API Gateway does: the stage in the path (/v1), binary
 // media types */* (every body base64-encoded), both the single- and the
-// multi-value headers and query parameters, a 403 {"message":"Missing
-// Authentication Token"} for a path no route has, a 502 for a
+// multi-value headers and query parameters, its own answers shaped by
+// openapi.yaml's gateway responses (a path no route has: 404
+// {"error":"not found","code":"not_found"}; others {"error","code":"gateway"}), a 502 for a
 // function that fails, a 504 past the 29 s integration timeout, a 413 for
 // a request over 10 MB. What it does not: authorizers, throttling,
 // custom domains, CORS preflights, concurrency (one process per
@@ -83,7 +84,7 @@ func Start(tb testing.TB, env []string) *Gateway {
 		mux.Handle(rt.Method+" /"+Stage+rt.Path, &integration{route: rt, fn: gw.Functions[rt.Function]})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		gatewayError(w, http.StatusForbidden, "Missing Authentication Token")
+		gatewayError(w, http.StatusNotFound, "not found") // MISSING_AUTHENTICATION_TOKEN, as openapi.yaml configures it
 	})
 	srv := httptest.NewServer(mux)
 	tb.Cleanup(srv.Close)
@@ -244,10 +245,16 @@ func writeResult(w http.ResponseWriter, res lambdatest.Result) error {
 	return nil
 }
 
-// gatewayError is one of API Gateway's own answers: {"message": …}.
+// gatewayError is one of API Gateway's own answers, as openapi.yaml's
+// x-amazon-apigateway-gateway-responses shape them: {"error": …, "code":
+// "gateway"}, and an unknown route 404 {"error":"not found","code":"not_found"}.
 func gatewayError(w http.ResponseWriter, status int, msg string) {
+	code := "gateway"
+	if status == http.StatusNotFound {
+		code = "not_found"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"message": msg})
+	b, _ := json.Marshal(map[string]string{"error": msg, "code": code})
 	_, _ = w.Write(b)
 }

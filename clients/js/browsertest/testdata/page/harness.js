@@ -44,6 +44,7 @@ function errorJSON(e) {
     code: e && e.code,
     status: e && e.status,
     message: e && e.message,
+    body: (e && e.body) || null,
     staged: (e && e.staged) || [],
   };
 }
