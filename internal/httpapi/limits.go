@@ -22,6 +22,8 @@ type Limits struct {
 	// The workspace quota on what waits (null: none).
 	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
 	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
+	// Push: where to subscribe for upload hints (null: none; see Push).
+	Push *Push `json:"push"`
 }
 
 // LimitsOf is the answer of GET /uploads/limits for the configuration:
@@ -36,6 +38,7 @@ func LimitsOf(cfg config.Config) Limits {
 		Presign:                  cfg.ContentBucket != "",
 		WorkspaceMaxPendingBytes: positive(cfg.WorkspaceMaxPendingBytes),
 		WorkspaceMaxPendingFiles: positive(cfg.WorkspaceMaxPendingFiles),
+		Push:                     PushOf(cfg),
 	}
 	if l.Presign {
 		l.MultipartThresholdBytes = positive(cfg.MultipartThresholdBytes)
