@@ -18,6 +18,9 @@ type Limits struct {
 	// uploads in parts).
 	MultipartThresholdBytes int64 `json:"multipart_threshold_bytes"`
 	MultipartPartBytes      int64 `json:"multipart_part_bytes"`
+	// Push is where the server publishes upload hints (nil: it has none;
+	// see PushSubscription).
+	Push *Push `json:"push"`
 }
 
 // Limits asks the server for its caps (GET /uploads/limits, public: no
