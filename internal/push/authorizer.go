@@ -3,10 +3,12 @@ package push
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
 // Authorizer is AWS IoT Core's custom authorizer for the workspaces'
@@ -17,9 +19,6 @@ import (
 // else (no publish, no other topic). Safe for concurrent use.
 type Authorizer struct {
 	verify Verifier
-	// arn is "arn:<partition>:iot:<region>:<account>", the prefix of the
-	// policy's resources.
-	arn string
 
 	// DisconnectAfter bounds one connection (default
 	// DefaultDisconnectAfter): a revoked token loses its subscription
@@ -40,14 +39,19 @@ const (
 	DefaultRefreshAfter = 10 * 60
 )
 
-// NewAuthorizer returns the authorizer for the account and region of
-// arnPrefix ("arn:aws:iot:us-east-1:123456789012"), checking tokens with v.
-func NewAuthorizer(v Verifier, arnPrefix string) (*Authorizer, error) {
-	parts := strings.Split(arnPrefix, ":")
-	if len(parts) != 5 || parts[0] != "arn" || parts[2] != "iot" || parts[3] == "" || parts[4] == "" {
-		return nil, errors.New(`push: want an IoT ARN prefix such as arn:aws:iot:us-east-1:123456789012, got "` + arnPrefix + `"`)
+// NewAuthorizer returns the authorizer, checking tokens with v. The
+// policy's resources are in the partition, region and account of the
+// function's own ARN (the invocation's).
+func NewAuthorizer(v Verifier) *Authorizer { return &Authorizer{verify: v} }
+
+// iotARN is "arn:<partition>:iot:<region>:<account>" for the function
+// ARN "arn:<partition>:lambda:<region>:<account>:function:<name>[:alias]".
+func iotARN(functionARN string) (string, error) {
+	p := strings.Split(functionARN, ":")
+	if len(p) < 7 || p[0] != "arn" || p[2] != "lambda" || p[3] == "" || p[4] == "" {
+		return "", fmt.Errorf("push: the invocation's function ARN %q is not a Lambda function's", functionARN)
 	}
-	return &Authorizer{verify: v, arn: arnPrefix}, nil
+	return strings.Join([]string{"arn", p[1], "iot", p[3], p[4]}, ":"), nil
 }
 
 func (a *Authorizer) logger() *slog.Logger {
@@ -70,6 +74,14 @@ func (a *Authorizer) Handle(ctx context.Context, req events.IoTCoreCustomAuthori
 	connID := ""
 	if req.ConnectionMetadata != nil {
 		connID = req.ConnectionMetadata.ID
+	}
+	lc, _ := lambdacontext.FromContext(ctx)
+	if lc == nil {
+		return events.IoTCoreCustomAuthorizerResponse{}, errors.New("push: no Lambda context")
+	}
+	arn, err := iotARN(lc.InvokedFunctionArn)
+	if err != nil {
+		return events.IoTCoreCustomAuthorizerResponse{}, err
 	}
 	ws, err := Allow(ctx, a.verify, c)
 	if errors.Is(err, ErrRefused) {
@@ -98,9 +110,9 @@ func (a *Authorizer) Handle(ctx context.Context, req events.IoTCoreCustomAuthori
 		PolicyDocuments: []*events.IAMPolicyDocument{{
 			Version: "2012-10-17",
 			Statement: []events.IAMPolicyStatement{
-				{Effect: "Allow", Action: []string{"iot:Connect"}, Resource: []string{a.arn + ":client/" + c.ClientID}},
-				{Effect: "Allow", Action: []string{"iot:Subscribe"}, Resource: []string{a.arn + ":topicfilter/" + topic}},
-				{Effect: "Allow", Action: []string{"iot:Receive"}, Resource: []string{a.arn + ":topic/" + topic}},
+				{Effect: "Allow", Action: []string{"iot:Connect"}, Resource: []string{arn + ":client/" + c.ClientID}},
+				{Effect: "Allow", Action: []string{"iot:Subscribe"}, Resource: []string{arn + ":topicfilter/" + topic}},
+				{Effect: "Allow", Action: []string{"iot:Receive"}, Resource: []string{arn + ":topic/" + topic}},
 			},
 		}},
 	}, nil
