@@ -180,6 +180,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 		base: "http://" + hostForURL(ln.Addr().String()), adminToken: adminToken,
 		adminGenerated: env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: st,
 	})
+	stopPush, err := startPush(a, lookup, ln.Addr(), stdout, log)
+	if err != nil {
+		return 1, err
+	}
+	defer stopPush()
 
 	done := make(chan struct{})
 	go func() {
