@@ -36,6 +36,10 @@ type rig struct {
 	srv    *apptest.Server
 	url    string
 	lists  atomic.Int64
+	// pollURL, when set, is where the watcher lists (a second door to
+	// the same service, counting its own list calls in pollLists).
+	pollURL   string
+	pollLists atomic.Int64
 	verify push.Verifier
 	addr   string
 	broker atomic.Pointer[localbroker.Broker]
@@ -61,6 +65,12 @@ func newRig(t *testing.T) *rig {
 	}))
 	t.Cleanup(hs.Close)
 	r.url = hs.URL
+	poll := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.pollLists.Add(1)
+		mux.ServeHTTP(w, req)
+	}))
+	t.Cleanup(poll.Close)
+	r.pollURL = poll.URL
 	r.token = r.srv.WorkspaceToken(t, r.ws)
 	r.admin = mustClient(t, r.url, r.srv.AdminToken)
 	return r
@@ -128,6 +138,12 @@ func (s *statusLog) count(prefix string) int {
 // watch runs a watcher of the rig's workspace into dir, as pendingctl
 // pull --watch does, until the test ends.
 func (r *rig) watch(t *testing.T, dir string, fallback time.Duration) *statusLog {
+	return r.watchListingAt(t, dir, fallback, "")
+}
+
+// watchListingAt is watch with the list calls sent to listURL (the
+// poll's own door), when set.
+func (r *rig) watchListingAt(t *testing.T, dir string, fallback time.Duration, listURL string) *statusLog {
 	t.Helper()
 	c := mustClient(t, r.url, r.token)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,6 +152,9 @@ func (r *rig) watch(t *testing.T, dir string, fallback time.Duration) *statusLog
 		t.Fatal(err)
 	}
 	p := inbox.New(c, r.ws, dir)
+	if listURL != "" {
+		p.Lister = mustClient(t, listURL, r.token)
+	}
 	st := &statusLog{}
 	var pulls atomic.Int64
 	w := &watch.Watcher{

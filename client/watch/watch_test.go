@@ -95,3 +95,23 @@ func TestWatchLostHintArrivesWithinFallback(t *testing.T) {
 		t.Errorf("after the broker's restart: delivered %v (%s after its 200), want within 1s", ok, seen.Sub(ok200))
 	}
 }
+
+// TestWatchFallbackListsThroughPollURL: with a poll URL (the list
+// function's own door, pendingctl pull --poll-url), an idle watcher's
+// list calls all go there, none through the API; a hinted file is still
+// fetched and acked through the API.
+func TestWatchFallbackListsThroughPollURL(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	dir := t.TempDir()
+	const fallback = 2 * time.Second
+	r.watchListingAt(t, dir, fallback, r.pollURL)
+	time.Sleep(fallback + fallback/2)
+	ok200 := r.upload(t, "via-poll-url.txt", []byte("x"))
+	if seen, ok := arrival(t, dir, "via-poll-url.txt", 5*time.Second); !ok || seen.Sub(ok200) > time.Second {
+		t.Fatalf("hinted file with a poll URL: delivered %v, %s after its 200; want within 1s", ok, seen.Sub(ok200))
+	}
+	if api, poll := r.lists.Load(), r.pollLists.Load(); api != 0 || poll < 3 {
+		t.Errorf("list calls: %d through the API, %d through the poll URL; want 0 and at least 3 (start, fallback, hint)", api, poll)
+	}
+}

@@ -59,3 +59,22 @@ func runWatch(ctx context.Context, e env, c *client.Client, ws uuid.UUID, round 
 	}
 	return w.Run(ctx)
 }
+
+// usePollURL makes p list through url (or $PENDINGUPLOADS_POLL_URL): the
+// list function's URL, with the same token as the API. Nothing when both
+// are empty.
+func usePollURL(p *inbox.Puller, af apiFlags, e env, url string) error {
+	if url == "" {
+		url = e.getenv("PENDINGUPLOADS_POLL_URL")
+	}
+	if url == "" {
+		return nil
+	}
+	af.api = url
+	lc, _, err := af.client(e)
+	if err != nil {
+		return fmt.Errorf("--poll-url: %w", err)
+	}
+	p.Lister = lc
+	return nil
+}
