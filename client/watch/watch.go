@@ -11,10 +11,11 @@ package watch
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -46,7 +47,8 @@ type Watcher struct {
 	// (default DefaultFallback).
 	Fallback time.Duration
 	// MinBackoff and MaxBackoff bound the wait before a reconnection,
-	// doubled after each failed attempt (defaults 1 s and 1 min).
+	// doubled after each failed attempt (defaults 1 s and 1 min); each
+	// wait is jittered between half of it and all of it.
 	MinBackoff, MaxBackoff time.Duration
 	// Status receives one line each time the watcher's state changes:
 	// connected, polling, reconnecting in N s (nil: none).
@@ -138,8 +140,11 @@ func (w *Watcher) subscribe(ctx context.Context, hints chan<- struct{}, first ch
 			case err = <-lost:
 			}
 		}
-		w.status("push: %v; reconnecting in %s", err, backoff)
-		t := time.NewTimer(backoff)
+		// Jittered (half to all of backoff): watchers a broker dropped
+		// at once do not come back at once.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		w.status("push: %v; reconnecting in %s", err, wait.Round(100*time.Millisecond))
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -158,7 +163,7 @@ var errRefused = errors.New("subscription refused")
 // connected, lost receiving the error that ends the connection.
 func (w *Watcher) connect(ctx context.Context, onHint func(), lost chan<- error) (mqtt.Client, error) {
 	var suffix [8]byte
-	_, _ = rand.Read(suffix[:])
+	_, _ = crand.Read(suffix[:])
 	opts := mqtt.NewClientOptions().
 		AddBroker(w.Sub.URL).
 		SetClientID(w.Sub.Username + "-" + hex.EncodeToString(suffix[:])).

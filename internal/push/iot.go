@@ -37,10 +37,11 @@ type IoT struct {
 var _ Publisher = (*IoT)(nil)
 
 // NewIoT returns a publisher to endpoint, the account's IoT data endpoint
-// (aws iot describe-endpoint --endpoint-type iot:Data-ATS, a host name),
+// (aws iot describe-endpoint --endpoint-type iot:Data-ATS, a host name;
+// host:port for a local stand-in),
 // with cfg's region and credentials.
 func NewIoT(endpoint string, cfg aws.Config) (*IoT, error) {
-	if endpoint == "" || strings.ContainsAny(endpoint, "/:?# ") {
+	if endpoint == "" || strings.ContainsAny(endpoint, "/?#@ ") {
 		return nil, fmt.Errorf("push: want the IoT data endpoint's host name (…-ats.iot.<region>.amazonaws.com), got %q", endpoint)
 	}
 	if cfg.Region == "" || cfg.Credentials == nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +183,76 @@ func TestPushHintNamesNoFile(t *testing.T) {
 		if secret != "" && strings.Contains(lower, strings.ToLower(secret)) {
 			t.Errorf("hint %s carries %q", payload, secret)
 		}
+	}
+}
+
+// TestPushHintOfACommit: a file uploaded through the bucket (presign,
+// PUT, commit) is hinted once its commit committed, with its id only;
+// a replayed commit stores nothing and hints nothing.
+func TestPushHintOfACommit(t *testing.T) { // S3 sets the environment: not parallel
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MAX_REQUEST_BYTES": "1024", "INLINE_MAX_BYTES": "512"}})
+	b, err := localbroker.Start("127.0.0.1:0", auth.NewTokens(srv.App.DB), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	srv.Store.Notifier = &push.Hints{Publisher: b}
+	ws := uuid.New()
+	c, err := dial(t, b, ws.String(), srv.WorkspaceToken(t, ws), ws.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, msgs := subscribe(t, c, push.Topic(ws))
+	admin, err := client.New(srv.URL, srv.AdminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	content := bytes.Repeat([]byte("committed-through-the-bucket "), 100) // 2,900 bytes: over the request cap
+	f := client.BytesFile("big-secret.bin", "", content)
+	var uploadID string
+	f.OnPresigned = func(p client.PresignedUpload) error { uploadID = p.UploadID.String(); return nil }
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{f}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := admin.List(ctx, ws)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("list: %v, %d files", err, len(files))
+	}
+	var n int
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM presigned_uploads WHERE file_id = $1`, files[0].FileID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("no presigned upload became the file (%d, %v): the commit path was not taken", n, err)
+	}
+	select {
+	case payload := <-msgs:
+		want := `{"workspace_id":"` + ws.String() + `","file_ids":["` + files[0].FileID.String() + `"]}`
+		if string(payload) != want {
+			t.Errorf("hint of the commit: got %s, want %s", payload, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no hint within 5s of the commit's 200")
+	}
+	// The commit again, as a client whose answer was lost: a replay.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/workspaces/"+ws.String()+"/chat/uploads",
+		strings.NewReader(`{"files":[{"upload_id":"`+uploadID+`"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+srv.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(replay), files[0].FileID.String()) {
+		t.Fatalf("the commit replayed (upload %s): got %d %s, want 200 with the same file", uploadID, resp.StatusCode, replay)
+	}
+	select {
+	case payload := <-msgs:
+		t.Errorf("a second hint for one upload (the replay's): %s", payload)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
