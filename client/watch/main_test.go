@@ -33,19 +33,19 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // counts list calls, a local broker (restartable on its port) that the
 // store publishes its hints to, and one workspace with a token.
 type rig struct {
-	srv    *apptest.Server
-	url    string
-	lists  atomic.Int64
+	srv   *apptest.Server
+	url   string
+	lists atomic.Int64
 	// pollURL, when set, is where the watcher lists (a second door to
 	// the same service, counting its own list calls in pollLists).
 	pollURL   string
 	pollLists atomic.Int64
-	verify push.Verifier
-	addr   string
-	broker atomic.Pointer[localbroker.Broker]
-	ws     uuid.UUID
-	token  string
-	admin  *client.Client
+	verify    push.Verifier
+	addr      string
+	broker    atomic.Pointer[localbroker.Broker]
+	ws        uuid.UUID
+	token     string
+	admin     *client.Client
 }
 
 func newRig(t *testing.T) *rig {
