@@ -26,6 +26,9 @@ type Limits struct {
 	// older than the quota).
 	WorkspaceMaxPendingBytes int64
 	WorkspaceMaxPendingFiles int64
+	// Push is where the server publishes upload hints (nil: it has none;
+	// see PushSubscription).
+	Push *Push
 }
 
 // Limits asks the server for its caps (GET /uploads/limits, public: no
@@ -45,6 +48,7 @@ func (c *Client) Limits(ctx context.Context) (Limits, error) {
 		MaxAttachmentsPerMessage: l.MaxAttachmentsPerMessage, Presign: l.Presign,
 		MultipartThresholdBytes: orZero(l.MultipartThresholdBytes), MultipartPartBytes: orZero(l.MultipartPartBytes),
 		WorkspaceMaxPendingBytes: orZero(l.WorkspaceMaxPendingBytes), WorkspaceMaxPendingFiles: orZero(l.WorkspaceMaxPendingFiles),
+		Push: l.Push,
 	}, nil
 }
 

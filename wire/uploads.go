@@ -134,4 +134,20 @@ type Limits struct {
 	// The workspace quota on what waits (null: none).
 	WorkspaceMaxPendingBytes *int64 `json:"workspace_max_pending_bytes"`
 	WorkspaceMaxPendingFiles *int64 `json:"workspace_max_pending_files"`
+	// Push: where to subscribe for upload hints (null: none).
+	Push *Push `json:"push"`
+}
+
+// Push is where a client subscribes to hear of new files at once (MQTT
+// over WebSockets; username the workspace id, password its token), so
+// that a watching pull needs nothing beyond what a pull needs.
+type Push struct {
+	// URL is the broker's MQTT-over-WebSocket URL (wss:// in AWS, with
+	// the authorizer's name in its query as IoT Core reads it).
+	URL string `json:"url"`
+	// TopicTemplate is the workspace's topic, {workspace_id} for its id.
+	TopicTemplate string `json:"topic_template"`
+	// Authorizer is IoT Core's custom authorizer to name (also in URL);
+	// empty for a broker that needs none (make run's).
+	Authorizer string `json:"authorizer"`
 }

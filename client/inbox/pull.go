@@ -39,6 +39,10 @@ type Puller struct {
 	// Progress, when set, is called before each download; the Progress
 	// it returns (nil: none) sees the bytes and then Done.
 	Progress func(f client.File) Progress
+	// Lister, when set, makes the list call of each pull (a client of the
+	// list function's own URL, the poll's cheapest door); downloads and
+	// acks still go through the Puller's client.
+	Lister *client.Client
 }
 
 // Progress observes one transfer.
@@ -131,7 +135,11 @@ func (p *Puller) Pull(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	files, err := p.client.List(ctx, p.ws)
+	lister := p.client
+	if p.Lister != nil {
+		lister = p.Lister
+	}
+	files, err := lister.List(ctx, p.ws)
 	if err != nil {
 		return res, err
 	}

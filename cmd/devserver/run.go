@@ -203,6 +203,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 		go func() { _ = ps.Serve(page.ln) }()
 		defer ps.Close()
 	}
+	stopPush, err := startPush(a, lookup, ln.Addr(), stdout, log)
+	if err != nil {
+		return 1, err
+	}
+	defer stopPush()
 
 	done := make(chan struct{})
 	go func() {

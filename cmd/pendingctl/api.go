@@ -10,6 +10,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
+	"github.com/pendinguploads/pendinguploads/client/watch"
 	"github.com/pendinguploads/pendinguploads/internal/humanize"
 )
 
@@ -37,7 +38,7 @@ Output: FILE_ID, SIZE, CREATED, FETCHED (yes once downloaded) and NAME; with
 Exit codes: 0 files listed, 3 nothing pending, 1 failure, 2 usage error.
 `
 
-const pullUsage = `Usage: pendingctl pull --workspace W --dir D [--once | --interval 5s] [flags]
+const pullUsage = `Usage: pendingctl pull --workspace W --dir D [--once | --interval 5s | --watch] [flags]
 
 Download workspace W's pending files into folder D, verify each (its size
 and SHA-256 must match the list and the Content-Digest header), and ack it
@@ -59,6 +60,15 @@ Flags:
   --dir D            the folder to deliver into (created 0700 if missing)
   --once             pull once, then exit (the default)
   --interval D       pull every D (such as 5s or 1m) until interrupted
+  --watch            pull as soon as the server hints at a new file (MQTT over
+                     WebSocket, where GET /uploads/limits says), and at least
+                     every --fallback-interval, until interrupted
+  --fallback-interval D  with --watch, the slow poll that finds a file whose
+                     hint was lost (default 5m)
+  --poll-url URL     list through this URL, the stack's PollUrl (the list
+                     function's own, 17 times cheaper a call than the API);
+                     downloads and acks still use --api
+                     (default: $PENDINGUPLOADS_POLL_URL)
 ` + apiFlagsUsage + `  (with --interval, --timeout bounds each round)
 
 Output: one line per file delivered ("delivered PATH (SIZE)"); with --json,
@@ -133,6 +143,9 @@ func runPull(ctx context.Context, e env, args []string) error {
 	dir := fs.String("dir", "", "")
 	once := fs.Bool("once", false, "")
 	interval := fs.Duration("interval", 0, "")
+	watchFlag := fs.Bool("watch", false, "")
+	fallback := fs.Duration("fallback-interval", watch.DefaultFallback, "")
+	pollURL := fs.String("poll-url", "", "")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -146,6 +159,9 @@ func runPull(ctx context.Context, e env, args []string) error {
 	if *once && *interval != 0 {
 		return usagef("--once and --interval exclude each other")
 	}
+	if err := checkWatchFlags(*watchFlag, *once, *interval, *fallback); err != nil {
+		return err
+	}
 	if *interval < 0 || (*interval > 0 && *interval < 100*time.Millisecond) {
 		return usagef("--interval must be at least 100ms")
 	}
@@ -154,6 +170,9 @@ func runPull(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	p := inbox.New(c, ws, *dir)
+	if err := usePollURL(p, af, e, *pollURL); err != nil {
+		return err
+	}
 	if af.showBars(e) {
 		p.Progress = func(f client.File) inbox.Progress {
 			if f.Size < progressMin {
@@ -173,6 +192,9 @@ func runPull(ctx context.Context, e env, args []string) error {
 		}
 		report(e, af.json, res, err, cut)
 		return res, cut, err
+	}
+	if *watchFlag {
+		return runWatch(ctx, e, c, ws, round, *fallback)
 	}
 	if *interval == 0 {
 		res, cut, err := round()

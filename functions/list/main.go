@@ -1,6 +1,7 @@
 // Command list is the Lambda function behind GET
 // /workspaces/{workspaceId}/pending-uploads and the public GET /uploads/limits
-// (httpapi.RoutesOf("list")).
+// (httpapi.RoutesOf("list")), through the REST API and through its function URL
+// (the poll's cheapest door).
 package main
 
 import (
@@ -13,5 +14,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, nil)
-	lambda.Start(lambdafn.HTTP(a.API.Handler(httpapi.RoutesOf("list")...)))
+	lambda.Start(lambdafn.HTTPOrURL(a.API.Handler(httpapi.RoutesOf("list")...)))
 }

@@ -179,6 +179,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	tokens := auth.NewTokens(db)
 	tokens.Logger = log
 	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))
+	if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("PUSH_ENDPOINT: %w", err)
+	}
 
 	if adminToken != "" {
 		authn, err := auth.NewAuthenticator(tokens, adminToken)

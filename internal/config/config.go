@@ -62,6 +62,12 @@ type Config struct {
 	// browser origins the API answers with CORS headers; empty: none.
 	CORSAllowedOrigins []string
 
+	// PushEndpoint (PUSH_ENDPOINT) is the AWS IoT Core data endpoint (a
+	// host name) the service publishes upload hints to and clients
+	// subscribe at; PushAuthorizer (PUSH_AUTHORIZER) the custom
+	// authorizer's name clients present. Unset: no push (see internal/push).
+	PushEndpoint, PushAuthorizer string
+
 	// CPUpstreamURL (CP_UPSTREAM_URL) and OrgSlug (MOLECULE_ORG_SLUG),
 	// both set or neither, turn session cookies on: a request without a
 	// bearer acts with the control plane's session when
@@ -175,8 +181,10 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 			Host: strings.TrimSpace(getenv("DB_HOST")),
 			Name: strings.TrimSpace(getenv("DB_NAME")),
 		},
-		CPUpstreamURL: strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
-		OrgSlug:       strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
+		CPUpstreamURL:  strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
+		OrgSlug:        strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
+		PushEndpoint:   strings.TrimSpace(getenv("PUSH_ENDPOINT")),
+		PushAuthorizer: strings.TrimSpace(getenv("PUSH_AUTHORIZER")),
 	}
 	var errs []error
 	add := func(err error) {

@@ -18,7 +18,7 @@ func TestFunctionsLinkOnlyWhatTheyUse(t *testing.T) {
 	)
 	links := map[string][]string{
 		"upload": {s3}, "presign": {s3}, "content": {s3}, "sweep": {s3},
-		"list": {}, "ack": {}, "migrate": {migrate}, "admin": {},
+		"list": {}, "ack": {}, "migrate": {migrate}, "admin": {}, "pushauth": {},
 	}
 	for fn, want := range links {
 		cmd := exec.Command("go", "list", "-deps", "./functions/"+fn)

@@ -20,6 +20,7 @@ func LimitsOf(cfg config.Config) wire.Limits {
 		Presign:                  cfg.ContentBucket != "",
 		WorkspaceMaxPendingBytes: positive(cfg.WorkspaceMaxPendingBytes),
 		WorkspaceMaxPendingFiles: positive(cfg.WorkspaceMaxPendingFiles),
+		Push:                     PushOf(cfg),
 	}
 	if l.Presign {
 		l.MultipartThresholdBytes = positive(cfg.MultipartThresholdBytes)

@@ -231,6 +231,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	if err != nil {
 		return nil, false, err // the staging objects stay, for a retry
 	}
+	s.notify(ctx, workspaceID, recs)
 	// Committed: the objects under objects/ are the files now. The
 	// lifecycle rule removes any staging object this misses, a day
 	// later: the file is then twice in the bucket, so it is said.

@@ -28,7 +28,8 @@
 // Where to look, every file: store.go (Store, New, its Settings and the
 // keys it chooses), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), stage.go (Stage),
-// quota.go (the per-workspace quota Stage and Commit hold), commit.go
+// quota.go (the per-workspace quota Stage and Commit hold), notify.go
+// (the Notifier told of files once stored: push's hints), commit.go
 // (Presign, Commit), multipart.go (Resume and Abort of an upload in
 // parts), fetch.go (Fetch, Open, SignGet), list.go (List and its
 // Cursor), ack.go (Ack), sweep.go (Sweep, and the objects of rows that

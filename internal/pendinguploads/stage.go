@@ -86,6 +86,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	if err := s.finish(ctx, b, check, ins, q, recs); err != nil {
 		return nil, err
 	}
+	s.notify(ctx, workspaceID, recs)
 	return recs, nil
 }
 

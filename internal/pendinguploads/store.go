@@ -66,6 +66,9 @@ type Store struct {
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
 	Logger *slog.Logger
+	// Notifier, when set, hears of the files each Stage or Commit stored,
+	// after its transaction committed (push.Hints; nil: none).
+	Notifier Notifier
 }
 
 func (s *Store) logger() *slog.Logger {

@@ -1,0 +1,117 @@
+package watch_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestWatchIdleListsOncePerFallback: a watcher with nothing to pull makes
+// one list call as it starts and then one per fallback interval: over 12
+// s at a 5 s fallback, 3 at most (and at least 2: it does poll).
+func TestWatchIdleListsOncePerFallback(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	const fallback, window = 5 * time.Second, 12 * time.Second
+	start := r.lists.Load()
+	r.watch(t, t.TempDir(), fallback)
+	time.Sleep(window)
+	got := r.lists.Load() - start
+	t.Logf("idle watcher: %d list calls in %s at a %s fallback", got, window, fallback)
+	if maxCalls := 1 + int64(window/fallback); got > maxCalls || got < 2 {
+		t.Errorf("list calls of an idle watcher over %s: got %d, want 2..%d (one at start, then one per %s)", window, got, maxCalls, fallback)
+	}
+}
+
+// TestWatchDeliversWithinASecond: 20 uploads at random moments each reach
+// the pull directory within 1 s of their 200 (p99 over loopback), with a
+// fallback far too long to have found them.
+func TestWatchDeliversWithinASecond(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	dir := t.TempDir()
+	r.watch(t, dir, 10*time.Minute)
+	lists := r.lists.Load()
+	var lat []time.Duration
+	for i := range 20 {
+		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond))))
+		name := fmt.Sprintf("file-%02d.txt", i)
+		ok200 := r.upload(t, name, []byte(name))
+		seen, ok := arrival(t, dir, name, 5*time.Second)
+		if !ok {
+			t.Fatalf("%s: not in the pull directory 5s after its 200", name)
+		}
+		lat = append(lat, seen.Sub(ok200))
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)-1] // 20 samples: p99 is the slowest
+	t.Logf("upload 200 → file in the pull directory, 20 uploads: p50 %s, p99 %s (min %s); list calls %d",
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[0].Round(time.Millisecond), r.lists.Load()-lists)
+	if p99 > time.Second {
+		t.Errorf("p99 from 200 to delivery: got %s, want ≤ 1s (all: %v)", p99, lat)
+	}
+}
+
+// TestWatchLostHintArrivesWithinFallback: a hint published while the
+// broker is down is lost; the file still arrives by the fallback poll,
+// within the fallback interval, though the broker stays down. When the
+// broker is back on its port, the watcher reconnects by itself and the
+// next hint delivers within a second again.
+func TestWatchLostHintArrivesWithinFallback(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	dir := t.TempDir()
+	const fallback = 3 * time.Second
+	st := r.watch(t, dir, fallback)
+
+	r.stopBroker()
+	ok200 := r.upload(t, "lost.txt", []byte("its hint went nowhere"))
+	seen, ok := arrival(t, dir, "lost.txt", fallback+2*time.Second)
+	if !ok {
+		t.Fatalf("a file whose hint was lost: not delivered within %s of its 200", fallback+2*time.Second)
+	}
+	t.Logf("file whose hint was lost, broker down: delivered %s after its 200 (fallback %s)", seen.Sub(ok200).Round(time.Millisecond), fallback)
+	if d := seen.Sub(ok200); d > fallback+500*time.Millisecond {
+		t.Errorf("lost hint: delivered %s after its 200, want within the fallback %s", d, fallback)
+	}
+	if st.count("push:") == 0 || st.count("polling") == 0 {
+		t.Errorf("the watcher said it lost the broker %d times and polled %d times; want both", st.count("push:"), st.count("polling"))
+	}
+
+	r.startBroker(t, r.addr)
+	deadline := time.Now().Add(5 * time.Second)
+	for st.count("connected") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not reconnect within 5s of the broker's restart")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the reconnection's own pull
+	ok200 = r.upload(t, "after.txt", []byte("hinted again"))
+	seen, ok = arrival(t, dir, "after.txt", 5*time.Second)
+	if !ok || seen.Sub(ok200) > time.Second {
+		t.Errorf("after the broker's restart: delivered %v (%s after its 200), want within 1s", ok, seen.Sub(ok200))
+	}
+}
+
+// TestWatchFallbackListsThroughPollURL: with a poll URL (the list
+// function's own door, pendingctl pull --poll-url), an idle watcher's
+// list calls all go there, none through the API; a hinted file is still
+// fetched and acked through the API.
+func TestWatchFallbackListsThroughPollURL(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	dir := t.TempDir()
+	const fallback = 2 * time.Second
+	r.watchListingAt(t, dir, fallback, r.pollURL)
+	time.Sleep(fallback + fallback/2)
+	ok200 := r.upload(t, "via-poll-url.txt", []byte("x"))
+	if seen, ok := arrival(t, dir, "via-poll-url.txt", 5*time.Second); !ok || seen.Sub(ok200) > time.Second {
+		t.Fatalf("hinted file with a poll URL: delivered %v, %s after its 200; want within 1s", ok, seen.Sub(ok200))
+	}
+	if api, poll := r.lists.Load(), r.pollLists.Load(); api != 0 || poll < 3 {
+		t.Errorf("list calls: %d through the API, %d through the poll URL; want 0 and at least 3 (start, fallback, hint)", api, poll)
+	}
+}

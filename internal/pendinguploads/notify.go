@@ -1,0 +1,28 @@
+package pendinguploads
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
+
+// Notifier hears of files once the transaction that stored them has
+// committed (Stage, and a Commit that stored new files; never a replay):
+// push.Hints publishes a hint to the workspace's subscribers. Notify must
+// bound its own time and report nothing back: an upload never fails, and
+// never waits long, for a hint.
+type Notifier interface {
+	Notify(ctx context.Context, workspaceID uuid.UUID, fileIDs []uuid.UUID)
+}
+
+// notify tells the Notifier, if any, of recs (one workspace's).
+func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record) {
+	if s.Notifier == nil || len(recs) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, len(recs))
+	for i, r := range recs {
+		ids[i] = r.FileID
+	}
+	s.Notifier.Notify(ctx, workspaceID, ids)
+}
