@@ -78,8 +78,8 @@ one JSON object per round: {"listed","delivered":[{"file_id","name",
 round began, "remaining" how many of them are still pending after it
 (failed, or not reached).
 
-Exit codes: 0 files delivered (or --interval stopped by a signal between
-downloads), 3 nothing was pending (--once), 1 a file failed (the others
+Exit codes: 0 files delivered (or --interval, --watch stopped by a signal
+between downloads), 3 nothing was pending (--once), 1 a file failed (the others
 were still delivered) or a signal (Ctrl-C) interrupted the pull (files
 pulled before it are kept; run the same command again: a download cut
 short resumes where it stopped), 2 usage error.
