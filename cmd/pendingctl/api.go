@@ -78,11 +78,12 @@ one JSON object per round: {"listed","delivered":[{"file_id","name",
 round began, "remaining" how many of them are still pending after it
 (failed, or not reached).
 
-Exit codes: 0 files delivered (or --interval, --watch stopped by a signal
-between downloads), 3 nothing was pending (--once), 1 a file failed (the others
-were still delivered) or a signal (Ctrl-C) interrupted the pull (files
-pulled before it are kept; run the same command again: a download cut
-short resumes where it stopped), 2 usage error.
+Exit codes: 0 files delivered (or --interval, --watch stopped by a
+signal), 3 nothing was pending (--once), 1 a file failed (the others were
+still delivered) or a signal (Ctrl-C) interrupted --once, 2 usage error.
+A signal that cuts a download short says so: the files pulled before it
+are kept, and the same command run again resumes the download where it
+stopped.
 
 Example:
   pendingctl pull --workspace 6f1c2d3e-0000-4000-8000-000000000001 --dir ~/inbox --interval 5s
@@ -220,9 +221,9 @@ func runPull(ctx context.Context, e env, args []string) error {
 	for {
 		res, cut, err := round()
 		if cut && (res.Listed > 0 || len(res.Delivered) > 0) {
-			// A signal while idle, or while listing, is the way to stop
-			// --interval; one that cuts a delivery short is not.
-			return interrupted(e)
+			// A signal is the way to stop --interval (exit 0), but one
+			// that cuts a delivery short says what it left.
+			return stopped(e)
 		}
 		if err != nil && ctx.Err() == nil {
 			if client.IsUnauthorized(err) || errors.Is(err, inbox.ErrLocked) {
@@ -247,9 +248,18 @@ func interruption(ctx context.Context, err error) bool {
 // interrupted tells the user what a pull cut short by a signal left and
 // what to do, as upload does: exit 1.
 func interrupted(e env) error {
-	fmt.Fprintln(e.stderr, "pendingctl pull: interrupted; files already pulled are kept, and a download cut short resumes: run the same command again")
+	fmt.Fprintln(e.stderr, "pendingctl pull: interrupted; "+cutShortNote)
 	return errReported
 }
+
+// stopped is interrupted for --interval and --watch, which a signal is
+// the way to stop: the same note, exit 0.
+func stopped(e env) error {
+	fmt.Fprintln(e.stderr, "pendingctl pull: stopped; "+cutShortNote)
+	return nil
+}
+
+const cutShortNote = "files already pulled are kept, and a download cut short resumes: run the same command again"
 
 // report prints one pull round; cut says a signal stopped it (its own
 // error is then not a failure to report).

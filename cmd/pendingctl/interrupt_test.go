@@ -46,13 +46,17 @@ func (s *stallingBody) Read(p []byte) (int, error) {
 
 // TestPullInterrupted: Ctrl-C (SIGINT) while pull downloads a file says
 // what happened and what to do, as upload does (not "read: interrupt
-// signal received"), exits 1 (the file is not delivered), keeps the
-// partial download; the same command again resumes it and delivers the
-// file whole. With --interval too: a signal while idle is the way to stop
-// (exit 0), a signal that cuts a download is an interruption.
+// signal received"), keeps the partial download, and the same command
+// again resumes it and delivers the file whole. --once exits 1, as
+// upload does (the file is not delivered); --interval, which a signal is
+// the way to stop, exits 0 with the same note.
 func TestPullInterrupted(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
-	for _, mode := range []string{"--once", "--interval=100ms"} {
+	for _, tc := range []struct {
+		mode, say string
+		code      int
+	}{{"--once", "interrupted", 1}, {"--interval=100ms", "stopped", 0}} {
+		mode := tc.mode
 		t.Run(strings.TrimPrefix(strings.SplitN(mode, "=", 2)[0], "--"), func(t *testing.T) {
 			ws := uuid.New()
 			tok := srv.WorkspaceToken(t, ws)
@@ -90,12 +94,12 @@ func TestPullInterrupted(t *testing.T) {
 			proc.Store(cmd.Process)
 			_ = cmd.Wait()
 			r := result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
-			expect(t, r, 1, "interrupted pull")
+			expect(t, r, tc.code, "interrupted pull")
 			t.Logf("stderr of the interrupted pull: %s", r.stderr)
 			if strings.Contains(r.stderr, "signal received") || strings.Contains(r.stderr, "failed ") {
 				t.Errorf("stderr: got %q, want no read error", r.stderr)
 			}
-			if want := "pendingctl pull: interrupted; files already pulled are kept, and a download cut short resumes: run the same command again"; !strings.Contains(r.stderr, want) {
+			if want := "pendingctl pull: " + tc.say + "; files already pulled are kept, and a download cut short resumes: run the same command again"; !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr: got %q, want %q", r.stderr, want)
 			}
 			if n := unacked(t, srv, ws); n != 1 {

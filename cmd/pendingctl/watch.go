@@ -32,8 +32,8 @@ func checkWatchFlags(on, once bool, interval, fallback time.Duration) error {
 // round on each hint, each reconnection and after fallback without one,
 // and says on stderr, one line each, when it connects, polls or waits to
 // reconnect. A refused token or a folder another pull holds stops it; a
-// signal stops it too, as an interruption (exit 1) when it cut a
-// delivery short (round says so), else cleanly.
+// signal stops it cleanly, saying what it left when it cut a delivery
+// short (round says so).
 func runWatch(ctx context.Context, e env, c *client.Client, ws uuid.UUID, round func() (inbox.Result, bool, error), fallback time.Duration) error {
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	sub, err := c.PushSubscription(sctx, ws)
@@ -64,8 +64,8 @@ func runWatch(ctx context.Context, e env, c *client.Client, ws uuid.UUID, round 
 		},
 	}
 	err = w.Run(ctx)
-	if cutShort {
-		return interrupted(e)
+	if cutShort && err == nil {
+		return stopped(e)
 	}
 	return err
 }
