@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
-# server binaries and python3-httpx (installed from Debian's packages when
-# missing), moto and cfn-lint (part of the machine image; pip cannot reach
+# server binaries, PgBouncer and python3-httpx (installed from Debian's
+# packages when missing), moto and cfn-lint (part of the machine image; pip cannot reach
 # PyPI here, so a missing one is reported, not installed), and what the
 # browser test uses (Chromium, node, playwright-core). Prints what it uses.
 set -euo pipefail
@@ -20,6 +20,21 @@ if ! have_pg; then
   $SUDO service postgresql stop >/dev/null 2>&1 || true
 fi
 have_pg || { echo "ensure-tools: no initdb after install" >&2; exit 1; }
+
+# The pooler tests (TestPooler*: the service through a transaction
+# pooler, internal/testkit/pgbouncertest): Debian's pgbouncer, run by the
+# tests themselves on loopback ports.
+have_pgbouncer() { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; }
+if ! have_pgbouncer; then
+  echo "ensure-tools: pgbouncer missing; installing from Debian's packages" >&2
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq pgbouncer >/dev/null
+  # Debian's package may start a pgbouncer of its own; the tests start theirs.
+  $SUDO service pgbouncer stop >/dev/null 2>&1 || true
+fi
+have_pgbouncer || { echo "ensure-tools: no pgbouncer after install" >&2; exit 1; }
+pgbouncer_bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 
 # The content test that fetches as the platform's workspace runtime does
 # (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes): Debian's
@@ -66,4 +81,4 @@ browser="no browser"
 [ -x /usr/bin/chromium ] && browser="$(/usr/bin/chromium --version 2>/dev/null | awk '{print $1, $2}')"
 
 pg=$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)
-echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), httpx $(/usr/bin/python3 -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"
+echo "ensure-tools: postgres $("$pg" --version | awk '{print $3}'), pgbouncer $("$pgbouncer_bin" --version | awk 'NR==1 {print $2}'), httpx $(/usr/bin/python3 -c 'import httpx; print(httpx.__version__)'), $(cfn-lint --version), moto_server at $(command -v moto_server), $browser, node $(node --version 2>/dev/null || echo missing)"

@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if rotated != nil {
 		beforeConnect = rotated.beforeConnect
 	}
-	pool, err := newPool(dbURL, maxConns, beforeConnect, opts.Tracer)
+	pool, perTx, err := newPool(dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -158,6 +158,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	} = pool
 	if rotated != nil {
 		db = &RotatingPool{pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
+	}
+	if perTx != nil {
+		db = &pooledDB{db: db, settings: perTx}
 	}
 	var bucket pendinguploads.Bucket
 	if cfg.ContentBucket != "" && opts.OpenBucket != nil {

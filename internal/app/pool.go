@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/config"
 )
 
 // Pool defaults for a Lambda process: one request at a time, so two
@@ -20,20 +22,33 @@ const (
 	DefaultMaxConnIdleTime  = time.Minute
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultStatementTimeout = 10 * time.Second
+	// DefaultIdleInTransactionTimeout ends a session whose transaction
+	// waits on its client this long.
+	DefaultIdleInTransactionTimeout = 30 * time.Second
 )
 
-// newPool returns a pool on databaseURL with a BeforeConnect hook (the
-// rotated password; nil: none) and a tracer (nil: none). It connects
-// lazily: no I/O here, so a cold start does not wait for Postgres, and an
-// unreachable database shows up as a 503 on the first request rather than
-// a failed init. Settings given in the URL (pool_max_conns,
-// connect_timeout, statement_timeout in options,
-// default_query_exec_mode=exec for RDS Proxy) win over the defaults.
-func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+// newPool returns a pool on databaseURL in query mode mode, with a
+// BeforeConnect hook (the rotated password; nil: none) and a tracer (nil:
+// none). It connects lazily: no I/O here, so a cold start does not wait
+// for Postgres, and an unreachable database shows up as a 503 on the
+// first request rather than a failed init. Settings given in the URL
+// (pool_max_conns, connect_timeout, statement_timeout, statement_timeout
+// in options, default_query_exec_mode) win over the defaults and over
+// mode.
+//
+// In a pooled mode (exec, or the URL's simple_protocol) the session's
+// timeouts are not startup parameters, which a transaction pooler cannot
+// give every server connection it hands out (PgBouncer refuses them);
+// newPool returns them as perTx, for pooledDB to set in each transaction.
+// perTx is nil otherwise.
+func newPool(databaseURL string, mode config.QueryMode, maxConns int32, beforeConnect func(context.Context, *pgx.ConnConfig) error, tracer pgx.QueryTracer) (pool *pgxpool.Pool, perTx *txSettings, err error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// pgx's message can quote the URL, password included: keep it out.
-		return nil, fmt.Errorf("database url: cannot parse (check DATABASE_URL or the secret's fields)")
+		return nil, nil, fmt.Errorf("database url: cannot parse (check DATABASE_URL or the secret's fields)")
+	}
+	if !strings.Contains(databaseURL, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = execMode(mode)
 	}
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = maxConns
@@ -57,14 +72,51 @@ func newPool(databaseURL string, maxConns int32, beforeConnect func(context.Cont
 		rp["statement_timeout"] = fmt.Sprint(DefaultStatementTimeout.Milliseconds())
 	}
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
-		rp["idle_in_transaction_session_timeout"] = "30000"
+		rp["idle_in_transaction_session_timeout"] = fmt.Sprint(DefaultIdleInTransactionTimeout.Milliseconds())
 	}
 	if _, ok := rp["application_name"]; !ok {
+		// A startup parameter PgBouncer and RDS Proxy pass on.
 		rp["application_name"] = "pendinguploads"
+	}
+	if pooled(cfg.ConnConfig.DefaultQueryExecMode) {
+		perTx = &txSettings{}
+		for _, name := range sessionTimeouts {
+			if v, ok := rp[name]; ok {
+				perTx.add(name, v)
+				delete(rp, name)
+			}
+		}
+		if len(perTx.names) == 0 {
+			perTx = nil
+		}
 	}
 	cfg.BeforeConnect = beforeConnect
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer
 	}
-	return pgxpool.NewWithConfig(context.Background(), cfg)
+	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pool, perTx, nil
+}
+
+// sessionTimeouts are the settings newPool gives every session: in a
+// pooled mode, every transaction instead.
+var sessionTimeouts = []string{"statement_timeout", "idle_in_transaction_session_timeout"}
+
+// execMode is pgx's mode for mode.
+func execMode(mode config.QueryMode) pgx.QueryExecMode {
+	if mode == config.QueryModeExec {
+		return pgx.QueryExecModeExec
+	}
+	return pgx.QueryExecModeCacheStatement
+}
+
+// pooled reports whether m sends only what a transaction pooler passes:
+// unnamed statements, parsed in the transaction that runs them. The
+// cache and describe modes name statements, or describe one in a
+// transaction and run it in the next.
+func pooled(m pgx.QueryExecMode) bool {
+	return m == pgx.QueryExecModeExec || m == pgx.QueryExecModeSimpleProtocol
 }

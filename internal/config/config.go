@@ -22,6 +22,10 @@ type Config struct {
 	// DBEndpoint (DB_HOST, DB_PORT, DB_NAME) says where the database of
 	// DB_SECRET_ARN is, over the secret's own fields.
 	DBEndpoint DBEndpoint
+	// DatabaseQueryMode (DATABASE_QUERY_MODE) is how the pool sends
+	// statements: QueryModeCacheStatement (the default) or QueryModeExec,
+	// for a transaction pooler (RDS Proxy, PgBouncer in transaction mode).
+	DatabaseQueryMode QueryMode
 
 	AdminToken          string // ADMIN_TOKEN
 	AdminTokenSecretARN string // ADMIN_TOKEN_SECRET_ARN
@@ -92,6 +96,22 @@ func (c Config) SessionOrigins() []string {
 	}
 	return out
 }
+
+// QueryMode is how the service's pool sends statements (pgx's
+// DefaultQueryExecMode).
+type QueryMode string
+
+const (
+	// QueryModeCacheStatement prepares each statement once per connection
+	// and keeps it (pgx's default): named prepared statements, which live
+	// in one server session.
+	QueryModeCacheStatement QueryMode = "cache_statement"
+	// QueryModeExec sends each statement unnamed, parsed with its
+	// execution, and carries the session's settings (statement_timeout,
+	// idle_in_transaction_session_timeout) inside each transaction: what a
+	// transaction pooler passes, whichever server connection it picks.
+	QueryModeExec QueryMode = "exec"
+)
 
 // Defaults.
 const (
@@ -180,6 +200,8 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
 	add(err)
 	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
+	add(err)
+	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
 	add(err)
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	add(err)
@@ -291,6 +313,17 @@ func quotaVar(getenv func(string) string, name, unit string, def, lo, hi int64) 
 		return 0, fmt.Errorf("%s: want %d to %d %s, or 0 for no quota, got %q", name, lo, hi, unit, v)
 	}
 	return n, nil
+}
+
+func queryModeVar(getenv func(string) string, name string) (QueryMode, error) {
+	switch m := QueryMode(strings.TrimSpace(getenv(name))); m {
+	case "":
+		return QueryModeCacheStatement, nil
+	case QueryModeCacheStatement, QueryModeExec:
+		return m, nil
+	default:
+		return "", fmt.Errorf("%s: want %s or %s, got %q", name, QueryModeCacheStatement, QueryModeExec, string(m))
+	}
 }
 
 func durationVar(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {

@@ -22,6 +22,17 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestDatabaseQueryMode: cache_statement unless set; exec when asked.
+func TestDatabaseQueryMode(t *testing.T) {
+	for v, want := range map[string]config.QueryMode{"": config.QueryModeCacheStatement, "exec": config.QueryModeExec,
+		" exec ": config.QueryModeExec, "cache_statement": config.QueryModeCacheStatement} {
+		c, err := config.Load(env(map[string]string{"DATABASE_QUERY_MODE": v}), 0)
+		if err != nil || c.DatabaseQueryMode != want {
+			t.Errorf("DATABASE_QUERY_MODE=%q: got %q, %v; want %q", v, c.DatabaseQueryMode, err, want)
+		}
+	}
+}
+
 func TestAdminTokenTrimmed(t *testing.T) {
 	c, err := config.Load(env(map[string]string{"ADMIN_TOKEN": "  a-token-of-some-length\n"}), 0)
 	if err != nil || c.AdminToken != "a-token-of-some-length" {
@@ -48,6 +59,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"ADMIN_TOKEN":            {"ADMIN_TOKEN": "short"},
 		"DATABASE_URL":           {},
 		"ADMIN_TOKEN_SECRET_ARN": {"DATABASE_URL": "postgres://x"},
+		"DATABASE_QUERY_MODE":    {"DATABASE_QUERY_MODE": "simple_protocol"},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -228,8 +228,8 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 	// The predicate again: eligibility only ever grows with time, but a
 	// row must never go unless it is eligible at the moment it goes.
 	tag, err := s.db.Exec(ctx, `
-		DELETE FROM pending_uploads WHERE file_id = ANY($2) AND `+kind.where,
-		retentionMicros, ids)
+		DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND `+kind.where,
+		retentionMicros, uuidArray(ids))
 	if err != nil {
 		return 0, err
 	}

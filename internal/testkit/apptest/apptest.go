@@ -25,6 +25,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/delayproxy"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgbouncertest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -52,6 +53,12 @@ type Options struct {
 	// CountRoundTrips counts the round trips of the service's pool
 	// (Server.RoundTrips).
 	CountRoundTrips bool
+	// PgBouncer, when set, puts a PgBouncer (pgbouncertest: transaction
+	// pooling, two server connections unless it says otherwise) between
+	// the service's pool and Postgres; the test's own pool (Server.Pool)
+	// goes straight to Postgres. Set DATABASE_QUERY_MODE in Env to choose
+	// the service's mode.
+	PgBouncer *pgbouncertest.Options
 	// Platform runs the service on the platform's database (its schema,
 	// with our migrations over it: pgtest.MustPlatformURL), with the
 	// 100 MiB CHECK when Cap100MiB.
@@ -62,7 +69,7 @@ type Options struct {
 type Server struct {
 	URL         string // base URL, no trailing slash
 	AdminToken  string
-	DatabaseURL string
+	DatabaseURL string        // the service's database, straight (not through Bouncer)
 	Pool        *pgxpool.Pool // a separate pool for the test's own queries
 	App         *app.App
 	Store       *pendinguploads.Store
@@ -74,6 +81,9 @@ type Server struct {
 	// RoundTrips counts the service pool's round trips; nil without
 	// Options.CountRoundTrips.
 	RoundTrips *pgtrace.RoundTrips
+	// Bouncer is the PgBouncer the service's pool goes through; nil
+	// without Options.PgBouncer.
+	Bouncer *pgbouncertest.Bouncer
 }
 
 // NewServer starts the service for tb; everything stops at cleanup (see
@@ -94,7 +104,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		u.Host = delayproxy.Start(tb, u.Host, opts.DBDelay).Addr
 		s.DatabaseURL = u.String()
 	}
-	env := map[string]string{"DATABASE_URL": s.DatabaseURL, "ADMIN_TOKEN": AdminToken}
+	serviceURL := s.DatabaseURL
+	if opts.PgBouncer != nil {
+		s.Bouncer = pgbouncertest.MustStart(tb, s.DatabaseURL, *opts.PgBouncer)
+		serviceURL = s.Bouncer.URL
+	}
+	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)
 		var client *s3.Client
