@@ -35,7 +35,7 @@ type App struct {
 	// DB is what the store and the token look-ups query through: the
 	// pool, or with DB_SECRET_ARN the pool that re-reads the password
 	// after a rotation. Token administration (internal/admin) uses it too.
-	DB      auth.DB
+	DB      pendinguploads.DB
 	Store   *pendinguploads.Store
 	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)
 	Logger  *slog.Logger
@@ -152,10 +152,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a.DatabaseURL = dbURL
 	// What the store and the authenticator query through: with a rotated
 	// secret, a pool that re-reads the password when it is refused.
-	var db interface {
-		pendinguploads.DB
-		auth.DB
-	} = pool
+	var db pendinguploads.DB = pool
 	if rotated != nil {
 		db = &RotatingPool{pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
@@ -174,12 +171,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 	}
 	a.DB = db
-	tokens := auth.NewTokens(db)
-	tokens.Logger = log
-	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))
+	a.Store = pendinguploads.New(db, bucket, StoreSettings(cfg))
+	a.Store.Logger = log
 
 	if adminToken != "" {
-		authn, err := auth.NewAuthenticator(tokens, adminToken)
+		authn, err := auth.NewAuthenticator(adminToken)
 		if err != nil {
 			pool.Close()
 			return nil, err

@@ -9,7 +9,7 @@ import (
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
 func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.guardFile(r)
+	ws, id, file, err := a.pathFileIDs(r)
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 		a.logger().Info("acked", args...)
 		a.Metrics.Count(metrics.Acked, nil, 1, nil)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true})
-	case pendinguploads.Raced:
+	case pendinguploads.SweptMeanwhile:
 		a.logger().Info("acked", append(args, "raced", true)...)
 		writeJSON(w, http.StatusOK, map[string]any{"acked": true, "raced": true})
 	default:

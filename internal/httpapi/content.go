@@ -24,7 +24,7 @@ import (
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.guardFile(r)
+	ws, id, file, err := a.pathFileIDs(r)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	// pace takes longer than RequestDeadline): the stream runs on the
 	// request's context without that deadline, bound by the invocation's
 	// (Lambda) or the server's write timeout (dev server).
-	sctx, scancel := context.WithCancel(Undeadlined(ctx))
+	sctx, scancel := context.WithCancel(withoutRequestDeadline(ctx))
 	defer scancel()
 	stop := context.AfterFunc(ctx, scancel)
 	body, err := a.store.Open(sctx, rec, off, n)

@@ -65,11 +65,11 @@ type presignedPart struct {
 // commits them. Declared SHA-256s (the file's, each part's) are signed
 // into the PUTs.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.guard(r)
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return err
 	}
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return errPresignOff
 	}
 	var req presignRequest
@@ -129,7 +129,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 // for a multipart upload not committed yet, the parts the bucket holds
 // and fresh PUTs of the others.
 func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.guardUpload(r)
+	ws, id, upload, err := a.pathUploadIDs(r)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
 // abort is DELETE /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
 // the upload is dropped, its parts or object with it.
 func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.guardUpload(r)
+	ws, id, upload, err := a.pathUploadIDs(r)
 	if err != nil {
 		return err
 	}
@@ -165,13 +165,13 @@ func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// guardUpload is guard for a route that names a presigned upload.
-func (a *API) guardUpload(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
-	ws, id, err := a.guard(r)
+// pathUploadIDs is pathIDs for a route that names a presigned upload.
+func (a *API) pathUploadIDs(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return uuid.Nil, nil, uuid.Nil, err
 	}
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return uuid.Nil, nil, uuid.Nil, errPresignOff
 	}
 	upload, err := uuid.Parse(r.PathValue("uploadId"))

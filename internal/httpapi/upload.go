@@ -30,7 +30,7 @@ type stagedFile struct {
 // multipart form (form A), or the JSON commit of presigned uploads (form
 // B; presign.go signs their PUTs).
 func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.guard(r)
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ type commitRequest struct {
 // put into the bucket after presign (pendinguploads.Store.Commit). A
 // retried commit answers what the first stored.
 func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, ws uuid.UUID) error {
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return errCommitPresignOff
 	}
 	var req commitRequest
