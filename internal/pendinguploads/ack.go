@@ -67,7 +67,8 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		}
 		return rows.Err()
 	})
-	if _, err := rt.send(ctx, fmt.Sprintf("ack %s", fileID)); err != nil {
+	caller, err := rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	if err != nil {
 		return 0, err
 	}
 	if !found {
@@ -81,13 +82,25 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	case updated == 1:
 		return Acked, nil
 	}
-	// Found unacked, yet not updated: a concurrent ack got there first
-	// (the row is acked now) or a sweep deleted it (the row is gone).
-	var gone bool
-	err = s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL)`,
-		fileID).Scan(&gone)
-	if err == nil && !gone {
+	if s.ackedMeanwhile(ctx, caller, workspaceID, fileID) {
 		return AlreadyAcked, nil
 	}
 	return SweptMeanwhile, nil
+}
+
+// ackedMeanwhile tells, for an ack that found fileID unacked yet did not
+// update it, whether a concurrent ack got there first (the row is acked
+// now), rather than a sweep (the row is gone); a look that fails says
+// no.
+func (s *Store) ackedMeanwhile(ctx context.Context, caller *auth.Identity, workspaceID, fileID uuid.UUID) bool {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return false
+	}
+	var acked bool
+	st := rt.statement()
+	rt.queue(st, `SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = `+st.Arg(fileID)+` AND acked_at IS NOT NULL AND `+callerMayAct+`)`).QueryRow(
+		func(row pgx.Row) error { return row.Scan(&acked) })
+	_, err = rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	return err == nil && acked
 }

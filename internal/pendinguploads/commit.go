@@ -55,7 +55,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	if err != nil {
 		return nil, false, err
 	}
-	if recs, ok, err := s.committedBefore(ctx, workspaceID, uploadIDs, uploads); ok || err != nil {
+	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, uploads); ok || err != nil {
 		return recs, ok, err
 	}
 	for _, id := range uploadIDs {
@@ -94,7 +94,7 @@ func (s *Store) afterLostClaim(ctx context.Context, caller *auth.Identity, works
 	if err != nil {
 		return nil, false, err
 	}
-	if recs, ok, err := s.committedBefore(ctx, workspaceID, uploadIDs, now); ok || err != nil {
+	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, now); ok || err != nil {
 		return recs, ok, err
 	}
 	if nr == nil {
@@ -187,7 +187,7 @@ func firstTaken(ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) *NotRece
 // committedBefore returns the files a commit of every one of ids stored
 // before, and ok; ok is false unless every upload was committed and its
 // file is still there.
-func (s *Store) committedBefore(ctx context.Context, workspaceID uuid.UUID, ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) ([]Record, bool, error) {
+func (s *Store) committedBefore(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) ([]Record, bool, error) {
 	fileIDs := make([]uuid.UUID, len(ids))
 	for i, id := range ids {
 		u, ok := uploads[id]
@@ -196,7 +196,7 @@ func (s *Store) committedBefore(ctx context.Context, workspaceID uuid.UUID, ids 
 		}
 		fileIDs[i] = u.FileID
 	}
-	byID, err := s.committedFiles(ctx, workspaceID, fileIDs)
+	byID, err := s.committedFiles(ctx, caller, workspaceID, fileIDs)
 	if err != nil {
 		return nil, false, err
 	}

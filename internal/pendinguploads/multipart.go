@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -40,7 +40,7 @@ var (
 // upload that has parts, and records the bucket's ids: one more round
 // trip, for presigns with parts only. On failure the uploads started are
 // aborted, and the presigned uploads, which no part can reach, expire.
-func (s *Store) startMultipart(ctx context.Context, uploads []presignedUpload) error {
+func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload) error {
 	var idx []int
 	for i, p := range uploads {
 		if p.multipart() {
@@ -65,13 +65,7 @@ func (s *Store) startMultipart(ctx context.Context, uploads []presignedUpload) e
 	}
 	err := g.Wait()
 	if err == nil {
-		b := &pgx.Batch{}
-		for _, i := range idx {
-			b.Queue(`UPDATE presigned_uploads SET s3_upload_id = $2 WHERE upload_id = $1`, uploads[i].UploadID, uploads[i].S3UploadID)
-		}
-		if err = s.db.SendBatch(ctx, b).Close(); err != nil {
-			err = wrap("presign: record multipart", err)
-		}
+		err = s.recordMultipartIDs(ctx, caller, workspaceID, uploads, idx)
 	}
 	if err != nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
@@ -84,6 +78,22 @@ func (s *Store) startMultipart(ctx context.Context, uploads []presignedUpload) e
 		return err
 	}
 	return nil
+}
+
+// recordMultipartIDs records the bucket's id of each upload uploads[i],
+// i in idx, in one round trip acting for caller.
+func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		st := rt.statement()
+		rt.queue(st, `UPDATE presigned_uploads SET s3_upload_id = `+st.Arg(uploads[i].S3UploadID)+`
+			WHERE upload_id = `+st.Arg(uploads[i].UploadID)+` AND workspace_id = `+st.Workspace()+` AND `+callerMayAct)
+	}
+	_, err = rt.send(ctx, "presign: record multipart")
+	return err
 }
 
 // planParts is p's multipart plan: the parts the bucket holds (received, as
@@ -121,7 +131,7 @@ func (s *Store) planParts(ctx context.Context, p presignedUpload, received []Par
 // for an upload that is not this workspace's, or expired;
 // ErrUploadCommitted once committed; ErrNotMultipart for one PUT.
 func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (PresignedPut, error) {
-	p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
+	_, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
 		return PresignedPut{}, err
 	}
@@ -150,7 +160,7 @@ func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uplo
 // that no commit can take it. The same errors as Resume, but for
 // ErrNotMultipart: an upload of one PUT is aborted too.
 func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) error {
-	p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
+	caller, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
 		return err
 	}
@@ -162,37 +172,48 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 	if err != nil {
 		return wrap("abort", err)
 	}
-	tag, err := s.db.Exec(ctx, `DELETE FROM presigned_uploads WHERE upload_id = $1 AND workspace_id = $2 AND file_id IS NULL`,
-		uploadID, workspaceID)
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
 	if err != nil {
-		return wrap("abort", err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
+	var deleted int64
+	st := rt.statement()
+	rt.queue(st, `DELETE FROM presigned_uploads
+		WHERE upload_id = `+st.Arg(uploadID)+` AND workspace_id = `+st.Workspace()+` AND file_id IS NULL AND `+callerMayAct,
+	).Exec(func(tag pgconn.CommandTag) error {
+		deleted = tag.RowsAffected()
+		return nil
+	})
+	if _, err := rt.send(ctx, "abort"); err != nil {
+		return err
+	}
+	if deleted == 0 {
 		return ErrUploadCommitted // a commit took it meanwhile
 	}
 	return nil
 }
 
 // openPresigned looks up an uncommitted, unexpired presigned upload of
-// workspaceID for id, in one round trip with id's check.
-func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (presignedUpload, error) {
+// workspaceID for id, in one round trip with id's check, and returns who
+// the call acts as (the round trip's verdict) beside it.
+func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (*auth.Identity, presignedUpload, error) {
 	if s.bucket == nil {
-		return presignedUpload{}, ErrNoBucket
+		return nil, presignedUpload{}, ErrNoBucket
 	}
-	_, uploads, err := s.lookupPresigned(ctx, id, workspaceID, []uuid.UUID{uploadID})
+	caller, uploads, err := s.lookupPresigned(ctx, id, workspaceID, []uuid.UUID{uploadID})
 	if err != nil {
-		return presignedUpload{}, err
+		return nil, presignedUpload{}, err
 	}
 	p, ok := uploads[uploadID]
 	switch {
 	case !ok:
-		return presignedUpload{}, ErrUploadNotFound
+		return nil, presignedUpload{}, ErrUploadNotFound
 	case p.committed():
-		return presignedUpload{}, ErrUploadCommitted
+		return nil, presignedUpload{}, ErrUploadCommitted
 	case p.multipart() && p.S3UploadID == "":
-		return presignedUpload{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
+		return nil, presignedUpload{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
 	}
-	return p, nil
+	return caller, p, nil
 }
 
 // completeMultipart assembles p's multipart upload from the parts the bucket

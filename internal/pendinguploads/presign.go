@@ -100,10 +100,11 @@ func (s *Store) Presign(ctx context.Context, id *auth.Identity, workspaceID uuid
 		}
 		uploads[i] = u
 	}
-	if err := s.recordPresigned(ctx, id, workspaceID, uploads); err != nil {
+	caller, err := s.recordPresigned(ctx, id, workspaceID, uploads)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.startMultipart(ctx, uploads); err != nil {
+	if err := s.startMultipart(ctx, caller, workspaceID, uploads); err != nil {
 		return nil, err
 	}
 	return s.signPuts(ctx, uploads)

@@ -63,17 +63,18 @@ func (p presignedUpload) contentType() string {
 func (p presignedUpload) stagingKey() string { return stagingKey(p.WorkspaceID, p.UploadID) }
 
 // recordPresigned records what a presign declared, in one round trip
-// with id's check, committable until now + commitWindow.
-func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []presignedUpload) error {
+// with id's check, committable until now + commitWindow, and returns who
+// the call acts as (the round trip's verdict).
+func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []presignedUpload) (*auth.Identity, error) {
 	if len(items) == 0 {
-		return nil
+		return id, nil
 	}
 	if len(items) > limits.MaxFiles {
-		return ErrTooManyItems
+		return nil, ErrTooManyItems
 	}
 	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var adding int64
 	for _, it := range items {
@@ -95,16 +96,17 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 		inserted = tag.RowsAffected()
 		return nil
 	})
-	if _, err := rt.send(ctx, "record presigned"); err != nil {
-		return err
+	caller, err := rt.send(ctx, "record presigned")
+	if err != nil {
+		return nil, err
 	}
 	if inserted != int64(len(items)) {
 		if err := q.refusal(); err != nil {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
+		return nil, fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
 	}
-	return nil
+	return caller, nil
 }
 
 // presignedColumns binds items as st's parameters, one array a column
@@ -173,24 +175,31 @@ func (s *Store) lookupPresigned(ctx context.Context, id *auth.Identity, workspac
 }
 
 // committedFiles returns the rows of workspaceID's files among fileIDs
-// (without content), whatever their state; missing ones are absent. A
-// retried commit answers with them.
-func (s *Store) committedFiles(ctx context.Context, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
-		FROM pending_uploads
-		WHERE file_id = ANY($1) AND workspace_id = $2`, uuidArray(fileIDs), workspaceID)
+// (without content), whatever their state, acting for caller; missing
+// ones are absent. A retried commit answers with them.
+func (s *Store) committedFiles(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
 	if err != nil {
-		return nil, wrap("committed files", err)
+		return nil, err
 	}
 	out := make(map[uuid.UUID]Record, len(fileIDs))
-	for rows.Next() {
-		var r Record
-		if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256, &r.s3Key); err != nil {
-			rows.Close()
-			return nil, wrap("committed files", err)
+	st := rt.statement()
+	rt.queue(st, `
+		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
+		FROM pending_uploads
+		WHERE file_id = ANY(`+st.Arg(uuidArray(fileIDs))+`) AND workspace_id = `+st.Workspace()+` AND `+callerMayAct,
+	).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r Record
+			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256, &r.s3Key); err != nil {
+				return err
+			}
+			out[r.FileID] = r
 		}
-		out[r.FileID] = r
+		return rows.Err()
+	})
+	if _, err := rt.send(ctx, "committed files"); err != nil {
+		return nil, err
 	}
-	return out, wrap("committed files", rows.Err())
+	return out, nil
 }
