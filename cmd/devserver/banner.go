@@ -98,10 +98,10 @@ own workspace tokens work as they are.
 	}
 	p("\nThen, as the workspace:\n")
 	p("  curl -sS %s %s/pending-uploads\n", auth(b.wsToken), wsPath)
-	p("  curl -sS -OJ %s %s/pending-uploads/<file_id>/content\n", auth(b.wsToken), wsPath)
+	p("  %s\n", contentLine(auth(b.wsToken), wsPath+"/pending-uploads/<file_id>/content"))
 	p("  curl -sS -X POST %s %s/pending-uploads/<file_id>/ack\n", auth(b.wsToken), wsPath)
 
-	p("\npendingctl, in another shell (go build ./cmd/pendingctl):\n")
+	p("\npendingctl, in another shell (%s):\n", pendingctlBuildLine)
 	if b.ownDB != "" {
 		p("  export DATABASE_URL='%s'\n", b.ownDB)
 	}

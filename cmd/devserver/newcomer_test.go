@@ -432,14 +432,18 @@ func parseBanner(t *testing.T, banner string) printed {
 	return p
 }
 
-// buildPendingctl builds pendingctl once for the test, as README says.
+// buildPendingctl builds pendingctl once for the test with the line
+// README gives and the banner prints (into the test's folder, not the
+// clone's).
 func buildPendingctl(t *testing.T, root string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "pendingctl")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pendingctl")
+	line := strings.Fields(pendingctlBuildLine) // go build [flags] ./cmd/pendingctl
+	pkg := line[len(line)-1]
+	cmd := exec.Command(line[0], append(line[1:len(line)-1:len(line)-1], "-o", bin, pkg)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/pendingctl: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", pendingctlBuildLine, err, out)
 	}
 	return bin
 }

@@ -34,7 +34,9 @@ type App struct {
 	Pool        *pgxpool.Pool
 	// DB is what the store and the token look-ups query through: the
 	// pool, or with DB_SECRET_ARN the pool that re-reads the password
-	// after a rotation. Token administration (internal/admin) uses it too.
+	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
+	// either one with the timeouts set in each transaction (pooledDB).
+	// Token administration (internal/admin) uses it too.
 	DB      pendinguploads.DB
 	Store   *pendinguploads.Store
 	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)

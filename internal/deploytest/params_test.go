@@ -64,3 +64,28 @@ func TestContentOutlastsTheLargestFile(t *testing.T) {
 		t.Errorf("Content Timeout %d s: streaming %.0f bytes takes %.0f s at API Gateway's pace", timeout, largest, need)
 	}
 }
+
+// TestQueryModeValuesFitConfig: every DatabaseQueryMode the template
+// admits is a DATABASE_QUERY_MODE the configuration accepts, and its
+// default is the configuration's own.
+func TestQueryModeValuesFitConfig(t *testing.T) {
+	tpl := loadTemplate(t)
+	values := seq(get(tpl.doc, "Parameters", "DatabaseQueryMode", "AllowedValues"))
+	if len(values) == 0 {
+		t.Fatal("DatabaseQueryMode: no AllowedValues")
+	}
+	for _, v := range values {
+		c, err := config.Load(func(k string) string {
+			if k == "DATABASE_QUERY_MODE" {
+				return v
+			}
+			return ""
+		}, 0)
+		if err != nil || string(c.DatabaseQueryMode) != v {
+			t.Errorf("DatabaseQueryMode %s: the configuration reads %q, %v", v, c.DatabaseQueryMode, err)
+		}
+	}
+	if got := scalar(get(tpl.doc, "Parameters", "DatabaseQueryMode", "Default")); got != string(config.Defaults().DatabaseQueryMode) {
+		t.Errorf("DatabaseQueryMode: default %q, the configuration's %q", got, config.Defaults().DatabaseQueryMode)
+	}
+}

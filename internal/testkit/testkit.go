@@ -9,10 +9,16 @@
 //	s3test      moto_server, a fresh bucket per test; Freeze and Thaw;
 //	            Objects, the bucket read around the code under test
 //	apptest     the whole service (config, pool, store, API) in a test,
-//	            served on loopback, with tokens and helpers to read its state
+//	            served on loopback, with tokens and helpers to read its state;
+//	            behind PgBouncer on request
+//	pgbouncertest a real PgBouncer in transaction mode in front of a test's
+//	            database, started and stopped by the test
 //	lambdatest  a function built as Lambda builds it, driven through a
 //	            Runtime API of its own (hello: its hello-world baseline),
 //	            and Lambda's Invoke API in front of it (ServeInvoke)
+//	gatewaytest a loopback REST API Gateway in front of every function
+//	            binary, each route invoking the function httpapi.Routes
+//	            names: clients run against the binaries as against AWS
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
 //

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,11 @@ import (
 
 // AdminToken is the admin token of every test server.
 const AdminToken = "test-admin-token-0123456789abcdef"
+
+// EnvQueryMode names the variable that, when set, is every test server's
+// DATABASE_QUERY_MODE (Options.Env still wins): TEST_DATABASE_QUERY_MODE=exec
+// runs a package's tests with the service in exec mode.
+const EnvQueryMode = "TEST_DATABASE_QUERY_MODE"
 
 // Options shape a test server. The zero value is the default service
 // with bytes in Postgres.
@@ -122,6 +128,9 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		env["CONTENT_BUCKET"] = s.Bucket
 		env["S3_ENDPOINT"] = s.S3.URL
 		env["S3_FORCE_PATH_STYLE"] = "true"
+	}
+	if m := os.Getenv(EnvQueryMode); m != "" {
+		env["DATABASE_QUERY_MODE"] = m
 	}
 	for k, v := range opts.Env {
 		env[k] = v

@@ -168,10 +168,14 @@ logfile = %s
 	b.cmd.Stdout, b.cmd.Stderr = &out, &out
 	b.cmd.SysProcAttr = attr
 	// Pdeathsig fires when the thread that started the child exits: start
-	// and wait on a thread locked for the child's whole life.
+	// and wait on a thread locked for the child's whole life. Unlocked
+	// after, not ended with the goroutine: the runtime would end the
+	// thread, and the thread may have started another child with a
+	// Pdeathsig earlier (the test's postgres, which would then shut down).
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		if err := b.cmd.Start(); err != nil {
 			started <- err
 			close(b.exited)
