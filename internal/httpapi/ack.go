@@ -17,7 +17,7 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	args := append([]any{"workspace_id", ws, "file_id", file}, id.LogAttrs()...)
+	args := append([]any{"workspace_id", ws, "file_id", file}, callerAttrs(r)...)
 	switch res {
 	case pendinguploads.Acked:
 		a.logger().Info("acked", args...)

@@ -215,6 +215,15 @@ func withoutRequestDeadline(ctx context.Context) context.Context {
 	return ctx
 }
 
+// callerAttrs are the log fields of who r acts as: once a store call
+// looked its bearer up, the identity found (auth.FromContext).
+func callerAttrs(r *http.Request) []any {
+	if id := auth.FromContext(r.Context()); id != nil {
+		return id.LogAttrs()
+	}
+	return nil
+}
+
 // matchPath reports whether an (escaped) request path has the segments of
 // a route's pattern: literal segments equal, each {wildcard} non-empty.
 func matchPath(pattern, p string) bool {

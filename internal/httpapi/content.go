@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
@@ -53,7 +52,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if ok {
-			a.fetched(id, rec, "redirect", rec.SizeBytes)
+			a.fetched(r, rec, "redirect", rec.SizeBytes)
 			h := w.Header()
 			h.Set("Location", url)
 			h.Set("Cache-Control", "private, no-store")
@@ -134,7 +133,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(id, rec, "body", n)
+	a.fetched(r, rec, "body", n)
 	return nil
 }
 
@@ -252,8 +251,8 @@ func (b byteRange) resolve(size int64) (off, n int64, status int) {
 }
 
 // fetched logs and counts a fetch (fetched_at is stamped by Fetch).
-func (a *API) fetched(id *auth.Identity, rec pendinguploads.Record, via string, sent int64) {
+func (a *API) fetched(r *http.Request, rec pendinguploads.Record, via string, sent int64) {
 	a.logger().Info("fetched", append([]any{"via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
-		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, id.LogAttrs()...)...)
+		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, callerAttrs(r)...)...)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

@@ -119,7 +119,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range puts {
 		out[i] = presigned(p)
 		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
-			"filename", files[i].Filename, "multipart", p.Multipart != nil}, id.LogAttrs()...)...)
+			"filename", files[i].Filename, "multipart", p.Multipart != nil}, callerAttrs(r)...)...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
 	return nil
@@ -141,7 +141,7 @@ func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.logger().Info("resumed", append([]any{"workspace_id", ws, "upload_id", upload, "received", len(p.Multipart.Received),
-		"missing", len(p.Multipart.Parts)}, id.LogAttrs()...)...)
+		"missing", len(p.Multipart.Parts)}, callerAttrs(r)...)...)
 	writeJSON(w, http.StatusOK, presigned(p))
 	return nil
 }
@@ -160,7 +160,7 @@ func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, id.LogAttrs()...)...)
+	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, callerAttrs(r)...)...)
 	writeJSON(w, http.StatusOK, map[string]any{"aborted": true})
 	return nil
 }
