@@ -46,29 +46,15 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	if len(files) == 0 {
 		return nil, nil
 	}
-	recs := make([]Record, len(files))
-	contents := make([][]byte, len(files))
-	toBucket := false
-	for i, f := range files {
-		sum := sha256.Sum256(f.Content)
-		recs[i] = Record{FileID: uuid.New(), WorkspaceID: workspaceID, Filename: f.Filename,
-			Mimetype: f.Mimetype, SizeBytes: int64(len(f.Content)), SHA256: sum[:]}
-		if int64(len(f.Content)) <= s.inlineMax() {
-			contents[i] = f.Content
-			continue
-		}
-		if s.bucket == nil {
-			return nil, &ItemError{Index: i, Err: ErrNoBucket}
-		}
-		recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
-		toBucket = true
+	recs, contents, toBucket, err := s.newRecords(workspaceID, files)
+	if err != nil {
+		return nil, err
 	}
 	q := s.quotaFor(int64(len(recs)), total(recs))
 	caller := id
 	if toBucket {
 		// Nothing goes to the bucket for a caller not allowed, nor over
 		// the quota: both checked first, in a round trip of their own.
-		var err error
 		if caller, err = s.precheck(ctx, id, q, workspaceID); err != nil {
 			return nil, err
 		}
@@ -88,6 +74,30 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 		return nil, err
 	}
 	return recs, nil
+}
+
+// newRecords returns the records of files, new to workspaceID, and
+// beside each the bytes its row holds (nil for a file the bucket holds);
+// toBucket says whether any goes to the bucket. A file too large for a row
+// without a bucket is ErrNoBucket, inside an *ItemError.
+func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, contents [][]byte, toBucket bool, err error) {
+	recs = make([]Record, len(files))
+	contents = make([][]byte, len(files))
+	for i, f := range files {
+		sum := sha256.Sum256(f.Content)
+		recs[i] = Record{FileID: uuid.New(), WorkspaceID: workspaceID, Filename: f.Filename,
+			Mimetype: f.Mimetype, SizeBytes: int64(len(f.Content)), SHA256: sum[:]}
+		if int64(len(f.Content)) <= s.inlineMax() {
+			contents[i] = f.Content
+			continue
+		}
+		if s.bucket == nil {
+			return nil, nil, false, &ItemError{Index: i, Err: ErrNoBucket}
+		}
+		recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
+		toBucket = true
+	}
+	return recs, contents, toBucket, nil
 }
 
 // total is the size of recs' files.
