@@ -212,7 +212,7 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		}
 		out := &Listed{Tokens: make([]Token, 0, len(infos))}
 		for _, t := range infos {
-			out.Tokens = append(out.Tokens, Token{t.ID, t.WorkspaceID, t.Prefix, t.CreatedAt, t.LastUsedAt, t.RevokedAt})
+			out.Tokens = append(out.Tokens, Token(t))
 		}
 		log.InfoContext(ctx, "tokens listed", "count", len(out.Tokens))
 		return Answer{List: out}, nil
