@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/app"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
@@ -181,7 +181,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, lo
 	}
 	var wsToken string
 	if ws != uuid.Nil {
-		if wsToken, _, err = auth.CreateToken(ctx, a.Pool, ws); err != nil {
+		if wsToken, _, err = admin.CreateToken(ctx, a.Pool, ws); err != nil {
 			return 1, fmt.Errorf("workspace token: %w", err)
 		}
 	}

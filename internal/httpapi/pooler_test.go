@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgbouncertest"
 )
@@ -121,16 +121,16 @@ func TestPoolerExecMode(t *testing.T) {
 	t.Run("TokenAdministration", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		tok, info, err := auth.CreateToken(ctx, srv.App.DB, ws)
+		tok, info, err := admin.CreateToken(ctx, srv.App.DB, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantStatus(t, get(t, listURL(srv, ws.String()), tok), http.StatusOK)
-		list, err := auth.ListTokens(ctx, srv.App.DB, ws, 10)
+		list, err := admin.ListTokens(ctx, srv.App.DB, ws, 10)
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list tokens: got %d, %v; want 2", len(list), err)
 		}
-		if n, err := auth.RevokeToken(ctx, srv.App.DB, ws, info.ID); err != nil || n != 1 {
+		if n, err := admin.RevokeToken(ctx, srv.App.DB, ws, info.ID); err != nil || n != 1 {
 			t.Fatalf("revoke: got %d, %v", n, err)
 		}
 		wantError(t, get(t, listURL(srv, ws.String()), tok), http.StatusUnauthorized, msgInvalid, nil)

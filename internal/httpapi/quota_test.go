@@ -138,9 +138,9 @@ func TestWorkspaceQuotaPresignAndCommit(t *testing.T) {
 		return post(t, uploadsURL(srv, ws.String()), tok, ctype, body)
 	}
 	wantStatus(t, multipart(1500), http.StatusOK)
-	promises := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`)
+	presigned := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`)
 	wantQuota(t, presign(1501), "pending_bytes", 3000, 1500, 1501)
-	if n := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`); n != promises {
+	if n := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`); n != presigned {
 		t.Fatalf("a refused presign stored a promise")
 	}
 	// Room for 1500 when presigned; taken by a multipart upload before the

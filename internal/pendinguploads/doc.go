@@ -25,10 +25,13 @@
 //	Sweep           deleted once acked longer than the retention, or
 //	                unacked past expires_at
 //
-// Where to look: stage.go (Stage), commit.go (Presign, Commit),
-// fetch.go (Fetch, Open, SignGet), list.go, ack.go, sweep.go, backlog.go
-// (the sweep's metrics), errors.go (the errors, and which of them mean a
-// dependency is unavailable).
+// Where to look: stage.go (Stage), presign.go (Presign), commit.go
+// (Commit), presigned.go (the presigned_uploads rows between them),
+// multipart.go (Resume, Abort), fetch.go (Fetch, Open, SignGet), list.go,
+// ack.go, sweep.go, backlog.go (the sweep's metrics), errors.go (the
+// errors, and which of them mean a dependency is unavailable);
+// roundtrip.go (each call's one round trip, which checks its caller in
+// every statement) and tokens.go (the bearer tokens' SQL, Verify).
 //
 // A Store is safe for concurrent use.
 package pendinguploads
