@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,36 +172,7 @@ func TestPoolerQuotaUnderConcurrency(t *testing.T) {
 	const mib = 1 << 20
 	srv := poolerServer(t, "exec", pgbouncertest.Options{}, false, map[string]string{
 		"MAX_FILE_BYTES": fmt.Sprint(mib), "WORKSPACE_MAX_PENDING_BYTES": fmt.Sprint(25 * mib)})
-	ws := uuid.New()
-	body, ctype := form(t, file("fill.bin", "", strings.Repeat("f", mib)))
-	for range 20 { // 20 MiB waiting: 5 MiB of room
-		wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body), http.StatusOK)
-	}
-	var wg sync.WaitGroup
-	statuses := make([]int, 20)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body).status
-		}()
-	}
-	wg.Wait()
-	ok, refused := 0, 0
-	for _, s := range statuses {
-		switch s {
-		case http.StatusOK:
-			ok++
-		case http.StatusConflict:
-			refused++
-		}
-	}
-	if ok != 5 || refused != 15 {
-		t.Errorf("20 racing uploads: %d stored, %d refused (statuses %v); want 5 and 15", ok, refused, statuses)
-	}
-	if n := sqlCount(t, srv, `SELECT coalesce(sum(size_bytes), 0)::int FROM pending_uploads WHERE workspace_id = $1`, ws); n != 25*mib {
-		t.Errorf("bytes waiting: %d, want exactly the quota, %d", n, 25*mib)
-	}
+	raceForTheQuota(t, srv)
 }
 
 // TestPoolerCacheStatementModeFails: what breaks through PgBouncer 1.18 in
