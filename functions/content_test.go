@@ -51,7 +51,7 @@ func TestContentStreamsLargeFiles(t *testing.T) {
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
 	pool := openPool(t, dbURL)
-	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), auth.NewTokens(pool), apptest.StoreSettings())
+	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), apptest.StoreSettings())
 	store.InlineMaxBytes = 5 << 20
 	ws := uuid.MustParse(workspacePlaceholder)
 	ctx := context.Background()
@@ -203,7 +203,7 @@ func TestContentAbortsCutStream(t *testing.T) {
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
 	pool := openPool(t, dbURL)
-	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), auth.NewTokens(pool), apptest.StoreSettings())
+	store := pendinguploads.New(pool, s3blobs.NewFromClient(s3c, bucket), apptest.StoreSettings())
 	data := randomFile(8 << 20)
 	recs, err := store.Stage(context.Background(), auth.AdminIdentity(), uuid.MustParse(workspacePlaceholder),
 		[]pendinguploads.File{{Content: data, Filename: "cut.bin", Mimetype: "application/octet-stream"}})

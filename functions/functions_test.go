@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -34,7 +35,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
@@ -292,7 +292,7 @@ func TestHTTPFunctions(t *testing.T) {
 
 	// a workspace token, in place of the admin token in the same event
 	pool := openPool(t, url)
-	tok, _, err := auth.CreateToken(context.Background(), pool, uuid.MustParse(workspacePlaceholder))
+	tok, _, err := admin.CreateToken(context.Background(), pool, uuid.MustParse(workspacePlaceholder))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
@@ -362,7 +361,7 @@ func TestLeastPrivilege(t *testing.T) {
 			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 				return aws.Credentials{AccessKeyID: principalKey("sweep"), SecretAccessKey: s3test.SecretAccessKey}, nil
 			})})
-		store := pendinguploads.New(pool, s3blobs.NewFromClient(sweepClient, bucket), auth.NewTokens(pool), apptest.StoreSettings())
+		store := pendinguploads.New(pool, s3blobs.NewFromClient(sweepClient, bucket), apptest.StoreSettings())
 		store.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 		if _, err := store.Sweep(ctx, time.Hour); err != nil {
 			t.Fatalf("sweep of orphans: %v", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
@@ -43,11 +43,11 @@ func TestPushPollThroughFunctionURL(t *testing.T) {
 		VALUES ($1, $2, 'a.txt', 'text/plain', 1, 'a', sha256('a'), now() + interval '1 hour')`, uuid.New(), ws); err != nil {
 		t.Fatal(err)
 	}
-	mine, _, err := auth.CreateToken(context.Background(), pool, ws)
+	mine, _, err := admin.CreateToken(context.Background(), pool, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _, err := auth.CreateToken(context.Background(), pool, uuid.New())
+	other, _, err := admin.CreateToken(context.Background(), pool, uuid.New())
 	if err != nil {
 		t.Fatal(err)
 	}

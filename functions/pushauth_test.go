@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
@@ -52,19 +52,19 @@ func TestPushAuthorizer(t *testing.T) {
 	ctx := context.Background()
 	ws := uuid.MustParse(workspacePlaceholder)
 	other := uuid.New()
-	tok, _, err := auth.CreateToken(ctx, pool, ws)
+	tok, _, err := admin.CreateToken(ctx, pool, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherTok, _, err := auth.CreateToken(ctx, pool, other)
+	otherTok, _, err := admin.CreateToken(ctx, pool, other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked, _, err := auth.CreateToken(ctx, pool, ws)
+	revoked, _, err := admin.CreateToken(ctx, pool, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := auth.RevokeToken(ctx, pool, ws, revoked); err != nil {
+	if _, err := admin.RevokeToken(ctx, pool, ws, revoked); err != nil {
 		t.Fatal(err)
 	}
 	sample := readEvent(t, "pushauth")

@@ -19,7 +19,6 @@ import (
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/client/watch"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
@@ -51,7 +50,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{srv: apptest.NewServer(t, apptest.Options{}), ws: uuid.New()}
-	r.verify = auth.NewTokens(r.srv.App.DB)
+	r.verify = r.srv.Store
 	r.startBroker(t, "127.0.0.1:0")
 	t.Cleanup(func() { r.stopBroker() })
 	r.srv.Store.Notifier = &push.Hints{Publisher: r}

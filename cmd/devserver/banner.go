@@ -33,7 +33,35 @@ type banner struct {
 func printBanner(w io.Writer, b banner) {
 	var s strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&s, format, args...) }
+	b.header(p)
+	if b.ws == uuid.Nil {
+		p(`
+This database holds the platform's workspaces, and the dev server does not
+add one to them. Restart with DEV_WORKSPACE_ID set to one of them
+(SELECT id FROM workspaces) to get a workspace token and curl lines; the
+admin token above works for every workspace meanwhile, and the platform's
+own workspace tokens work as they are.
+`)
+		p("\nThe sweep runs now and every %s. Ctrl-C stops everything.\n", SweepInterval)
+		_, _ = io.WriteString(w, s.String())
+		return
+	}
+	p("  workspace        %s\n", b.ws)
+	p("  workspace token  %s   (new for this run; earlier ones still work)\n", b.wsToken)
+	b.restart(p)
+	b.curlLines(p)
+	b.pageLines(p)
+	b.pendingctlLines(p)
+	p("\nThe sweep runs now and every %s. Ctrl-C stops %s.\n", SweepInterval, b.stops())
+	_, _ = io.WriteString(w, s.String())
+}
 
+// printf is how the banner's parts write.
+type printf func(format string, args ...any)
+
+// header is the banner's first lines: where, what storage, the admin
+// token and where it came from.
+func (b banner) header(p printf) {
 	storage := "bytes in Postgres"
 	if b.cfg.ContentBucket != "" {
 		storage = "large files in s3://" + b.cfg.ContentBucket
@@ -54,32 +82,28 @@ func printBanner(w io.Writer, b banner) {
 	if b.adminToken != "" {
 		p("  admin token      %s   (%s)\n", b.adminToken, origin)
 	}
-	if b.ws == uuid.Nil {
-		p(`
-This database holds the platform's workspaces, and the dev server does not
-add one to them. Restart with DEV_WORKSPACE_ID set to one of them
-(SELECT id FROM workspaces) to get a workspace token and curl lines; the
-admin token above works for every workspace meanwhile, and the platform's
-own workspace tokens work as they are.
-`)
-		p("\nThe sweep runs now and every %s. Ctrl-C stops everything.\n", SweepInterval)
-		_, _ = io.WriteString(w, s.String())
+}
+
+// restart says what a restart found of the earlier runs.
+func (b banner) restart(p printf) {
+	if !b.reused {
 		return
 	}
-	p("  workspace        %s\n", b.ws)
-	p("  workspace token  %s   (new for this run; earlier ones still work)\n", b.wsToken)
-	if b.reused {
-		e := b.earlier
-		p("\nA restart: found the data of earlier runs in %s: %s waiting in %s, %s.\n",
-			filepath.Join(b.localDir, "pg"), plural(e.files, "file", "files"), plural(e.workspaces, "workspace", "workspaces"),
-			plural(e.tokens, "live workspace token", "live workspace tokens"))
-		p("The tokens printed before still work, the admin token too; the workspace is the last run's.\n")
-		if e.lostBytes > 0 {
-			p("Of those, %d had their bytes in the last run's local S3, which keeps nothing across runs:\n"+
-				"expired now; the sweep removes them.\n", e.lostBytes)
-		}
+	e := b.earlier
+	p("\nA restart: found the data of earlier runs in %s: %s waiting in %s, %s.\n",
+		filepath.Join(b.localDir, "pg"), plural(e.files, "file", "files"), plural(e.workspaces, "workspace", "workspaces"),
+		plural(e.tokens, "live workspace token", "live workspace tokens"))
+	p("The tokens printed before still work, the admin token too; the workspace is the last run's.\n")
+	if e.lostBytes > 0 {
+		p("Of those, %d had their bytes in the last run's local S3, which keeps nothing across runs:\n"+
+			"expired now; the sweep removes them.\n", e.lostBytes)
 	}
+}
 
+// curlLines are the curl lines: stage (and, with a bucket, presign, PUT
+// and commit) as the platform, then list, content and ack as the
+// workspace.
+func (b banner) curlLines(p printf) {
 	auth := func(tok string) string { return "-H 'Authorization: Bearer " + tok + "'" }
 	wsPath := b.base + "/workspaces/" + b.ws.String()
 	p("\nStage a file (as the platform, with the admin token):\n")
@@ -101,28 +125,35 @@ own workspace tokens work as they are.
 	p("  curl -sS %s %s/pending-uploads\n", auth(b.wsToken), wsPath)
 	p("  %s\n", contentLine(auth(b.wsToken), wsPath+"/pending-uploads/<file_id>/content"))
 	p("  curl -sS -X POST %s %s/pending-uploads/<file_id>/ack\n", auth(b.wsToken), wsPath)
+}
 
-	if b.page.ln != nil {
-		p("\nThe browser client in a page (%s: upload, list, download, ack), as the workspace:\n", examplePage)
-		p("  %s/%s#api=%s&workspace=%s&token=%s\n", b.page.origin, examplePage, b.base, b.ws, b.wsToken)
-		switch {
-		case b.page.corsSupplied:
-			p("  (CORS_ALLOWED_ORIGINS=%s for it, set by the dev server as you set none", b.page.origin)
-		case b.page.corsListed:
-			p("  (your CORS_ALLOWED_ORIGINS lists its origin, %s", b.page.origin)
-		default:
-			p("  (it needs CORS_ALLOWED_ORIGINS to list %s: add it, or unset CORS_ALLOWED_ORIGINS", b.page.origin)
-		}
-		switch {
-		case b.cfg.ContentBucket == "":
-			p("; files above %d MiB need a bucket: make run-s3)\n", b.cfg.MaxRequestBytes>>20)
-		case b.localS3:
-			p("; the local bucket's CORS rule too)\n")
-		default:
-			p("; the bucket's CORS rule must allow it to PUT)\n")
-		}
+// pageLines are the example page's URL and what its CORS needs.
+func (b banner) pageLines(p printf) {
+	if b.page.ln == nil {
+		return
 	}
+	p("\nThe browser client in a page (%s: upload, list, download, ack), as the workspace:\n", examplePage)
+	p("  %s/%s#api=%s&workspace=%s&token=%s\n", b.page.origin, examplePage, b.base, b.ws, b.wsToken)
+	switch {
+	case b.page.corsSupplied:
+		p("  (CORS_ALLOWED_ORIGINS=%s for it, set by the dev server as you set none", b.page.origin)
+	case b.page.corsListed:
+		p("  (your CORS_ALLOWED_ORIGINS lists its origin, %s", b.page.origin)
+	default:
+		p("  (it needs CORS_ALLOWED_ORIGINS to list %s: add it, or unset CORS_ALLOWED_ORIGINS", b.page.origin)
+	}
+	switch {
+	case b.cfg.ContentBucket == "":
+		p("; files above %d MiB need a bucket: make run-s3)\n", b.cfg.MaxRequestBytes>>20)
+	case b.localS3:
+		p("; the local bucket's CORS rule too)\n")
+	default:
+		p("; the bucket's CORS rule must allow it to PUT)\n")
+	}
+}
 
+// pendingctlLines are the export lines pendingctl needs in another shell.
+func (b banner) pendingctlLines(p printf) {
 	p("\npendingctl, in another shell (%s):\n", pendingctlBuildLine)
 	if b.ownDB != "" {
 		p("  export DATABASE_URL='%s'\n", b.ownDB)
@@ -138,18 +169,19 @@ own workspace tokens work as they are.
 	}
 	p("  ./pendingctl token create        # the operator's commands (token, migrate, sweep), %s\n", dbNote)
 	p("  ./pendingctl pull --dir inbox    # the workspace's: fetch, verify, store, ack\n")
+}
 
-	stops := "the server and the Postgres it started"
+// stops names what Ctrl-C stops.
+func (b banner) stops() string {
 	switch {
 	case b.ownDB == "" && !b.localS3:
-		stops = "the server"
+		return "the server"
 	case b.ownDB == "":
-		stops = "the server and its local S3"
+		return "the server and its local S3"
 	case b.localS3:
-		stops = "the server, its Postgres and its local S3"
+		return "the server, its Postgres and its local S3"
 	}
-	p("\nThe sweep runs now and every %s. Ctrl-C stops %s.\n", SweepInterval, stops)
-	_, _ = io.WriteString(w, s.String())
+	return "the server and the Postgres it started"
 }
 
 // rel names a file in LOCAL_DIR as the person gave the folder, relative

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
@@ -28,7 +27,7 @@ func startPush(a *app.App, getenv func(string) string, httpAddr net.Addr, stdout
 			port = strconv.Itoa(tcp.Port + 1000)
 		}
 	}
-	b, err := localbroker.Start(net.JoinHostPort("127.0.0.1", port), auth.NewTokens(a.DB), log)
+	b, err := localbroker.Start(net.JoinHostPort("127.0.0.1", port), a.Store, log)
 	if err != nil {
 		return nil, startErrorf("PUSH_PORT", "%v; choose another: PUSH_PORT=%s make run", err, "18081")
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/app"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/awsprofile"
 	"github.com/pendinguploads/pendinguploads/internal/config"
@@ -67,162 +67,227 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 }
 
 // serve starts everything, serves until ctx ends, and stops what it
-// started, in reverse order.
+// started, in reverse order: the port (and the example page's), the
+// local dependencies, the service, its workspace, then the servers.
 func serve(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger, ready chan<- string) (int, error) {
-	env := map[string]string{} // settings the dev server supplies
-	lookup := func(k string) string {
-		if v, ok := env[k]; ok {
-			return v
-		}
-		return getenv(k)
+	d := &devRun{getenv: getenv, stdout: stdout, log: log, env: map[string]string{}}
+	defer d.stop()
+	if err := d.listen(); err != nil {
+		return 1, err
 	}
-	dir := getenv("LOCAL_DIR")
+	if err := d.startDependencies(ctx); err != nil {
+		return 1, err
+	}
+	a, cfg, err := d.openService(ctx)
+	if err != nil {
+		return 1, err
+	}
+	ws, wsToken, err := d.workspace(ctx, a)
+	if err != nil {
+		return 1, err
+	}
+	return d.serveUntilDone(ctx, a, cfg, ws, wsToken, ready)
+}
+
+// devRun is one run of the dev server while it starts: the settings it
+// supplies on top of the environment, what it started, and the stops of
+// what it started (run by stop, last first).
+type devRun struct {
+	getenv  func(string) string
+	stdout  io.Writer
+	log     *slog.Logger
+	env     map[string]string // settings the dev server supplies
+	st      started
+	page    examples
+	ln      net.Listener
+	loadAWS func(context.Context, *slog.Logger) (aws.Config, error)
+	adminTk string
+	stops   []func()
+}
+
+// lookup is a setting: the dev server's own, else the environment's.
+func (d *devRun) lookup(k string) string {
+	if v, ok := d.env[k]; ok {
+		return v
+	}
+	return d.getenv(k)
+}
+
+// onStop adds f to what stop runs.
+func (d *devRun) onStop(f func()) { d.stops = append(d.stops, f) }
+
+// stop stops what the run started, last first.
+func (d *devRun) stop() {
+	for i := len(d.stops) - 1; i >= 0; i-- {
+		d.stops[i]()
+	}
+}
+
+// listen takes LOCAL_DIR, the port (first: nothing else starts for a port
+// that is taken), and the example page's port, whose origin the API's
+// CORS and the local bucket's must list before the settings are read.
+func (d *devRun) listen() error {
+	dir := d.getenv("LOCAL_DIR")
 	if dir == "" {
 		dir = ".local"
 	}
 	localDir, err := filepath.Abs(dir)
 	if err != nil {
-		return 1, startErrorf("LOCAL_DIR", "%v", err)
+		return startErrorf("LOCAL_DIR", "%v", err)
 	}
-
-	// The port first: nothing else starts for a port that is taken.
-	port := getenv("PORT")
+	d.st.localDir = localDir
+	port := d.getenv("PORT")
 	if port == "" {
 		port = "8080"
 	}
-	ln, err := listen(getenv("HOST"), port)
-	if err != nil {
-		return 1, err
+	if d.ln, err = listen(d.getenv("HOST"), port); err != nil {
+		return err
 	}
-	defer ln.Close()
-
-	// The example page's origin, before the settings are read: the API's
-	// CORS and the local bucket's must list it.
-	var page examples
-	if page.root = examplesRoot(); page.root != "" {
-		if page.ln, err = listenExamples(getenv, ln.Addr()); err != nil {
-			return 1, err
+	d.onStop(func() { d.ln.Close() })
+	if d.page.root = examplesRoot(); d.page.root != "" {
+		if d.page.ln, err = listenExamples(d.getenv, d.ln.Addr()); err != nil {
+			return err
 		}
 	}
-	if page.ln != nil {
-		defer page.ln.Close()
-		page.origin = pageOrigin(page.ln)
-		if getenv("CORS_ALLOWED_ORIGINS") == "" {
-			env["CORS_ALLOWED_ORIGINS"] = page.origin
-			page.corsSupplied = true
+	if d.page.ln != nil {
+		d.onStop(func() { d.page.ln.Close() })
+		d.page.origin = pageOrigin(d.page.ln)
+		if d.getenv("CORS_ALLOWED_ORIGINS") == "" {
+			d.env["CORS_ALLOWED_ORIGINS"] = d.page.origin
+			d.page.corsSupplied = true
 		}
-		page.corsListed = listsOrigin(lookup("CORS_ALLOWED_ORIGINS"), page.origin)
+		d.page.corsListed = listsOrigin(d.lookup("CORS_ALLOWED_ORIGINS"), d.page.origin)
 	}
+	return nil
+}
 
-	st := started{localDir: localDir}
-	loadAWS := awsprofile.Load
-	if st.localS3, err = localS3Wanted(getenv); err != nil {
-		return 1, err
+// startDependencies starts what the settings leave to the dev server: a
+// local S3 (LOCAL_S3), a local Postgres (no DATABASE_URL nor
+// DB_SECRET_ARN), and an admin token kept in LOCAL_DIR (none given).
+func (d *devRun) startDependencies(ctx context.Context) error {
+	var err error
+	d.loadAWS = awsprofile.Load
+	if d.st.localS3, err = localS3Wanted(d.getenv); err != nil {
+		return err
 	}
-	if st.localS3 {
-		stop, err := startLocalS3(stdout, getenv, env)
+	if d.st.localS3 {
+		stop, err := startLocalS3(d.stdout, d.getenv, d.env)
 		if err != nil {
-			return 1, err
+			return err
 		}
-		defer stop()
-		st.s3URL = env["S3_ENDPOINT"]
+		d.onStop(stop)
+		d.st.s3URL = d.env["S3_ENDPOINT"]
 		// The dummy credentials, whatever the person's AWS profile says.
-		loadAWS = func(_ context.Context, log *slog.Logger) (aws.Config, error) { return awsenv.Load(lookup, log) }
+		d.loadAWS = func(_ context.Context, log *slog.Logger) (aws.Config, error) { return awsenv.Load(d.lookup, log) }
 	}
-
-	if getenv("DATABASE_URL") == "" && getenv("DB_SECRET_ARN") == "" {
-		stop, err := startLocalPostgres(ctx, stdout, localDir, env, &st)
+	if d.getenv("DATABASE_URL") == "" && d.getenv("DB_SECRET_ARN") == "" {
+		stop, err := startLocalPostgres(ctx, d.stdout, d.st.localDir, d.env, &d.st)
 		if err != nil {
-			return 1, err
+			return err
 		}
-		defer stop()
+		d.onStop(stop)
 	}
+	d.adminTk = d.lookup("ADMIN_TOKEN")
+	if d.adminTk == "" && d.lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
+		if d.adminTk, d.st.adminKept, err = keptAdminToken(d.st.localDir); err != nil {
+			return startErrorf("LOCAL_DIR", "admin token: %v", err)
+		}
+		d.env["ADMIN_TOKEN"] = d.adminTk
+	}
+	return nil
+}
 
-	adminToken := lookup("ADMIN_TOKEN")
-	if adminToken == "" && lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
-		if adminToken, st.adminKept, err = keptAdminToken(localDir); err != nil {
-			return 1, startErrorf("LOCAL_DIR", "admin token: %v", err)
-		}
-		env["ADMIN_TOKEN"] = adminToken
-	}
-	cfg, err := config.Load(lookup, config.NeedDatabase|config.NeedAdminToken)
+// openService reads the configuration, opens the service over it, checks
+// the database and the bucket, and migrates the schema.
+func (d *devRun) openService(ctx context.Context) (*app.App, config.Config, error) {
+	cfg, err := config.Load(d.lookup, config.NeedDatabase|config.NeedAdminToken)
 	if err != nil {
-		return 1, err
+		return nil, cfg, err
 	}
-	a, err := app.New(ctx, cfg, app.Options{Logger: log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket, LoadAWS: loadAWS})
+	a, err := app.New(ctx, cfg, app.Options{Logger: d.log, MaxConns: 8, OpenBucket: s3blobs.OpenBucket, LoadAWS: d.loadAWS})
 	if err != nil {
-		return 1, err
+		return nil, cfg, err
 	}
-	defer a.Close()
-	if err := checkDatabase(ctx, a, st.ownDB != ""); err != nil {
-		return 1, err
+	d.onStop(a.Close)
+	if err := checkDatabase(ctx, a, d.st.ownDB != ""); err != nil {
+		return nil, cfg, err
 	}
 	if cfg.ContentBucket != "" {
-		if err := prepareBucket(ctx, cfg, loadAWS, log, st.localS3); err != nil {
-			return 1, err
+		if err := prepareBucket(ctx, cfg, d.loadAWS, d.log, d.st.localS3); err != nil {
+			return nil, cfg, err
 		}
 	}
-
 	mctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = migrations.Up(mctx, a.DatabaseURL)
 	cancel()
 	if err != nil {
-		return 1, fmt.Errorf("migrate: %w", err)
+		return nil, cfg, fmt.Errorf("migrate: %w", err)
 	}
-	if st.reused {
-		if st.earlier, err = earlierData(ctx, a.Pool, st.localS3); err != nil {
-			return 1, fmt.Errorf("earlier data: %w", err)
+	if d.st.reused {
+		if d.st.earlier, err = earlierData(ctx, a.Pool, d.st.localS3); err != nil {
+			return nil, cfg, fmt.Errorf("earlier data: %w", err)
 		}
 	}
+	return a, cfg, nil
+}
 
-	ws, err := devWorkspace(ctx, a.Pool, getenv("DEV_WORKSPACE_ID"), localDir, st.ownDB != "")
+// workspace is the dev workspace (DEV_WORKSPACE_ID, or the last run's,
+// or a new one) and a fresh token of it; none with a database of the
+// person's own and no DEV_WORKSPACE_ID.
+func (d *devRun) workspace(ctx context.Context, a *app.App) (uuid.UUID, string, error) {
+	ws, err := devWorkspace(ctx, a.Pool, d.getenv("DEV_WORKSPACE_ID"), d.st.localDir, d.st.ownDB != "")
 	if err != nil {
-		return 1, startErrorf("DEV_WORKSPACE_ID", "%v", err)
+		return uuid.Nil, "", startErrorf("DEV_WORKSPACE_ID", "%v", err)
 	}
 	var wsToken string
 	if ws != uuid.Nil {
-		if wsToken, _, err = auth.CreateToken(ctx, a.Pool, ws); err != nil {
-			return 1, fmt.Errorf("workspace token: %w", err)
+		if wsToken, _, err = admin.CreateToken(ctx, a.Pool, ws); err != nil {
+			return uuid.Nil, "", fmt.Errorf("workspace token: %w", err)
 		}
 	}
+	return ws, wsToken, nil
+}
 
+// serveUntilDone prints the banner, serves the API, the example page and
+// the broker, and sweeps on schedule, until ctx ends or the server
+// fails; then shuts the API down within 10 s.
+func (d *devRun) serveUntilDone(ctx context.Context, a *app.App, cfg config.Config, ws uuid.UUID, wsToken string, ready chan<- string) (int, error) {
 	srv := &http.Server{
-		Handler:           reqlog.Middleware(a.API.Mux(), log),
+		Handler:           reqlog.Middleware(a.API.Mux(), d.log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute, // a 25 MiB body on a slow link
 		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	printBanner(stdout, banner{
-		base: "http://" + hostForURL(ln.Addr().String()), adminToken: adminToken,
-		adminGenerated: env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: st, page: page,
+	printBanner(d.stdout, banner{
+		base: "http://" + hostForURL(d.ln.Addr().String()), adminToken: d.adminTk,
+		adminGenerated: d.env["ADMIN_TOKEN"] != "", ws: ws, wsToken: wsToken, cfg: cfg, started: d.st, page: d.page,
 	})
-	if page.ln != nil {
-		ps := exampleServer(page.root)
-		go func() { _ = ps.Serve(page.ln) }()
-		defer ps.Close()
+	if d.page.ln != nil {
+		ps := exampleServer(d.page.root)
+		go func() { _ = ps.Serve(d.page.ln) }()
+		d.onStop(func() { ps.Close() })
 	}
-	stopPush, err := startPush(a, lookup, ln.Addr(), stdout, log)
+	stopPush, err := startPush(a, d.lookup, d.ln.Addr(), d.stdout, d.log)
 	if err != nil {
 		return 1, err
 	}
-	defer stopPush()
+	d.onStop(stopPush)
 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sweepLoop(ctx, a, log)
+		sweepLoop(ctx, a, d.log)
 	}()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(d.ln) }()
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- d.ln.Addr().String()
 	}
-
 	select {
 	case <-ctx.Done():
-		fmt.Fprintln(stdout, "\nStopping...")
+		fmt.Fprintln(d.stdout, "\nStopping...")
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
 			return 1, fmt.Errorf("serve: %w", err)

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
@@ -49,7 +48,7 @@ func (l *lockedBuffer) String() string {
 // --watch beside --interval is a usage error.
 func TestWatchPull(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
-	b, err := localbroker.Start("127.0.0.1:0", auth.NewTokens(srv.App.DB), slog.New(slog.DiscardHandler))
+	b, err := localbroker.Start("127.0.0.1:0", srv.Store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 	"github.com/pendinguploads/pendinguploads/internal/push"
@@ -15,5 +14,5 @@ import (
 
 func main() {
 	a := lambdafn.MustInit(config.NeedDatabase, nil)
-	lambda.Start(push.NewAuthorizer(auth.NewTokens(a.DB)).Handle)
+	lambda.Start(push.NewAuthorizer(a.Store).Handle)
 }

@@ -1,5 +1,5 @@
 // Package admin manages workspace tokens on request: create, list and
-// revoke, over internal/auth's token store. It is the admin function's
+// revoke, over the workspace tokens' rows (tokens.go). It is the admin function's
 // handler (functions/admin, invoked with IAM, no API route), so that an
 // operator can mint a token without a tunnel to the database; and
 // pendingctl's token command sends the same Request to it, or, with
@@ -42,7 +42,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 )
 
@@ -130,14 +129,14 @@ func (e *Error) Error() string { return e.Message }
 // Service answers requests over a token store. It is safe for concurrent
 // use.
 type Service struct {
-	db auth.DB
+	db DB
 	// Logger receives one line per request that changed or read tokens,
 	// never a token (default slog.Default()).
 	Logger *slog.Logger
 }
 
 // New returns the service over db (app.App's DB).
-func New(db auth.DB) *Service { return &Service{db: db} }
+func New(db DB) *Service { return &Service{db: db} }
 
 func (s *Service) logger() *slog.Logger {
 	if s.Logger != nil {
@@ -193,7 +192,7 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		if req.Match != "" || req.Limit != 0 {
 			return refuse(CodeBadRequest, "create takes only a workspace"), nil
 		}
-		tok, info, err := auth.CreateToken(ctx, s.db, ws)
+		tok, info, err := CreateToken(ctx, s.db, ws)
 		if err != nil {
 			return Answer{}, err
 		}
@@ -207,13 +206,13 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		if req.Match != "" || limit < 1 || limit > MaxLimit {
 			return refuse(CodeBadRequest, "list takes a workspace and a limit of 1 to %d", MaxLimit), nil
 		}
-		infos, err := auth.ListTokens(ctx, s.db, ws, limit)
+		infos, err := ListTokens(ctx, s.db, ws, limit)
 		if err != nil {
 			return Answer{}, err
 		}
 		out := &Listed{Tokens: make([]Token, 0, len(infos))}
 		for _, t := range infos {
-			out.Tokens = append(out.Tokens, Token{t.ID, t.WorkspaceID, t.Prefix, t.CreatedAt, t.LastUsedAt, t.RevokedAt})
+			out.Tokens = append(out.Tokens, Token(t))
 		}
 		log.InfoContext(ctx, "tokens listed", "count", len(out.Tokens))
 		return Answer{List: out}, nil
@@ -221,8 +220,8 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		if req.Match == "" || req.Limit != 0 {
 			return refuse(CodeBadRequest, "revoke takes a workspace and a match: a token's ID or prefix, or the token"), nil
 		}
-		n, err := auth.RevokeToken(ctx, s.db, ws, req.Match)
-		if errors.Is(err, auth.ErrTokenNotFound) {
+		n, err := RevokeToken(ctx, s.db, ws, req.Match)
+		if errors.Is(err, ErrTokenNotFound) {
 			return refuse(CodeNotFound, "no live token of workspace %s matches", ws), nil
 		}
 		if err != nil {

@@ -37,7 +37,7 @@ type App struct {
 	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
 	// either one with the timeouts set in each transaction (pooledDB).
 	// Token administration (internal/admin) uses it too.
-	DB      auth.DB
+	DB      pendinguploads.DB
 	Store   *pendinguploads.Store
 	API     *httpapi.API // nil when no admin token is configured (sweep, migrate)
 	Logger  *slog.Logger
@@ -69,7 +69,9 @@ type BucketOpener func(cfg config.Config, awsCfg aws.Config) (pendinguploads.Buc
 
 // New resolves secrets, builds the pool (lazily: no connection yet), the
 // store and, when an admin token is configured, the HTTP API. Its errors
-// name the setting at fault and never carry a secret.
+// name the setting at fault and never carry a secret. It goes in named
+// steps: secrets, pool, bucket, store and API; a failure after the pool
+// closes it here, and only here.
 func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	log := opts.Logger
 	if log == nil {
@@ -79,13 +81,42 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if opts.MetricsOut != nil {
 		a.Metrics = metrics.New(opts.MetricsOut, metrics.Namespace)
 	}
+	awsConfig := awsLoader(ctx, opts, log)
+	sec, err := resolveSecrets(ctx, cfg, opts.Secrets, awsConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.openPool(cfg, opts, sec); err != nil {
+		return nil, err
+	}
+	bucket, err := openBucket(cfg, opts.OpenBucket, awsConfig)
+	if err == nil {
+		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))
+		a.Store.Logger = log
+		if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
+			err = fmt.Errorf("PUSH_ENDPOINT: %w", err)
+		}
+	}
+	if err == nil {
+		a.API, err = a.newAPI(cfg, sec.adminToken)
+	}
+	if err != nil {
+		a.Pool.Close()
+		return nil, err
+	}
+	return a, nil
+}
 
+// awsLoader returns the AWS configuration of opts (LoadAWS, default
+// awsenv.Load from the environment), loaded once, when first needed: a
+// process with no secret ARN and no bucket never loads it.
+func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.Config, error) {
 	loadAWS := opts.LoadAWS
 	if loadAWS == nil {
 		loadAWS = func(context.Context, *slog.Logger) (aws.Config, error) { return awsenv.Load(os.Getenv, log) }
 	}
-	var awsCfg *aws.Config // loaded once, when first needed
-	awsConfig := func() (aws.Config, error) {
+	var awsCfg *aws.Config
+	return func() (aws.Config, error) {
 		if awsCfg == nil {
 			c, err := loadAWS(ctx, log)
 			if err != nil {
@@ -95,11 +126,22 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 		return *awsCfg, nil
 	}
-	sm := opts.Secrets
+}
+
+// secrets are what New resolves before it builds anything.
+type secrets struct {
+	dbURL      string
+	rotated    *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	adminToken string      // "" for none
+}
+
+// resolveSecrets reads the database URL and the admin token from cfg or
+// from Secrets Manager (sm, default a client from awsConfig).
+func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsConfig func() (aws.Config, error)) (secrets, error) {
 	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
 		awsCfg, err := awsConfig()
 		if err != nil {
-			return nil, fmt.Errorf("aws config (for Secrets Manager): %w", err)
+			return secrets{}, fmt.Errorf("aws config (for Secrets Manager): %w", err)
 		}
 		sm = secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
 			if cfg.SecretsEndpoint != "" {
@@ -107,105 +149,108 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 			}
 		})
 	}
-	dbURL := cfg.DatabaseURL
-	var rotated *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation
-	if dbURL == "" && cfg.DBSecretARN != "" {
+	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken}
+	if sec.dbURL == "" && cfg.DBSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.DBSecretARN)
 		if err != nil {
-			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
+			return secrets{}, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
-		if dbURL, err = DatabaseURLFromSecret(s, cfg.DBEndpoint); err != nil {
-			return nil, fmt.Errorf("DB_SECRET_ARN: %w", err)
+		if sec.dbURL, err = DatabaseURLFromSecret(s, cfg.DBEndpoint); err != nil {
+			return secrets{}, fmt.Errorf("DB_SECRET_ARN: %w", err)
 		}
 		var v rdsSecret
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
-		rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
+		sec.rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
 	}
-	adminToken := cfg.AdminToken
-	if adminToken == "" && cfg.AdminTokenSecretARN != "" {
+	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
 		if err != nil {
-			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
 		}
-		if adminToken, err = AdminTokenFromSecret(s); err != nil {
-			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+		if sec.adminToken, err = AdminTokenFromSecret(s); err != nil {
+			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
 		}
-		if len(adminToken) < config.MinTokenLength {
-			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
+		if len(sec.adminToken) < config.MinTokenLength {
+			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
 		}
 	}
-	if dbURL == "" {
-		return nil, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
+	if sec.dbURL == "" {
+		return secrets{}, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
 	}
+	return sec, nil
+}
 
+// openPool builds the pool (no connection yet) and sets a.Pool,
+// a.DatabaseURL and a.DB, what the store and token administration query
+// through: the pool, or with a rotated secret a pool that re-reads the
+// password when it is refused, behind a transaction pooler carrying the
+// session's settings into each transaction.
+func (a *App) openPool(cfg config.Config, opts Options, sec secrets) error {
 	maxConns := opts.MaxConns
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
 	}
 	var beforeConnect func(context.Context, *pgx.ConnConfig) error
-	if rotated != nil {
-		beforeConnect = rotated.beforeConnect
+	if sec.rotated != nil {
+		beforeConnect = sec.rotated.beforeConnect
 	}
-	pool, perTx, err := newPool(dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
+	pool, perTx, err := newPool(sec.dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	a.Pool = pool
-	a.DatabaseURL = dbURL
-	// What the store and the authenticator query through: with a rotated
-	// secret, a pool that re-reads the password when it is refused.
-	var db interface {
-		pendinguploads.DB
-		auth.DB
-	} = pool
-	if rotated != nil {
-		db = &RotatingPool{pool: pool, password: rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
+	a.Pool, a.DatabaseURL = pool, sec.dbURL
+	var db pendinguploads.DB = pool
+	if sec.rotated != nil {
+		db = &RotatingPool{pool: pool, password: sec.rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
 	}
 	if perTx != nil {
 		db = &pooledDB{db: db, settings: perTx}
 	}
-	var bucket pendinguploads.Bucket
-	if cfg.ContentBucket != "" && opts.OpenBucket != nil {
-		awsCfg, err := awsConfig()
-		if err == nil {
-			bucket, err = opts.OpenBucket(cfg, awsCfg)
-		}
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
-		}
-	}
 	a.DB = db
-	tokens := auth.NewTokens(db)
-	tokens.Logger = log
-	a.Store = pendinguploads.New(db, bucket, tokens, StoreSettings(cfg))
-	if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("PUSH_ENDPOINT: %w", err)
-	}
+	return nil
+}
 
-	if adminToken != "" {
-		authn, err := auth.NewAuthenticator(tokens, adminToken)
-		if err != nil {
-			pool.Close()
-			return nil, err
-		}
-		if cfg.CPUpstreamURL != "" {
-			if authn.Sessions, err = auth.NewSessions(cfg.CPUpstreamURL, cfg.OrgSlug); err != nil {
-				pool.Close()
-				return nil, fmt.Errorf("CP_UPSTREAM_URL: %w", err)
-			}
-			authn.Origins = cfg.SessionOrigins()
-		}
-		api := httpapi.New(a.Store, authn)
-		api.MaxRequestBytes = cfg.MaxRequestBytes
-		api.Logger = log
-		api.Metrics = a.Metrics
-		api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
-		api.Limits = httpapi.LimitsOf(cfg)
-		a.API = api
+// openBucket opens CONTENT_BUCKET with open, or returns nil (no bucket)
+// when it is unset or open is nil.
+func openBucket(cfg config.Config, open BucketOpener, awsConfig func() (aws.Config, error)) (pendinguploads.Bucket, error) {
+	if cfg.ContentBucket == "" || open == nil {
+		return nil, nil
 	}
-	return a, nil
+	awsCfg, err := awsConfig()
+	if err != nil {
+		return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
+	}
+	bucket, err := open(cfg, awsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("CONTENT_BUCKET: %w", err)
+	}
+	return bucket, nil
+}
+
+// newAPI returns the HTTP API over a.Store, identifying callers with
+// adminToken and, with CP_UPSTREAM_URL, the control plane's sessions; nil
+// without an admin token (the sweep and migrate functions serve no API).
+func (a *App) newAPI(cfg config.Config, adminToken string) (*httpapi.API, error) {
+	if adminToken == "" {
+		return nil, nil
+	}
+	authn, err := auth.NewAuthenticator(adminToken)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CPUpstreamURL != "" {
+		if authn.Sessions, err = auth.NewSessions(cfg.CPUpstreamURL, cfg.OrgSlug); err != nil {
+			return nil, fmt.Errorf("CP_UPSTREAM_URL: %w", err)
+		}
+		authn.Origins = cfg.SessionOrigins()
+	}
+	api := httpapi.New(a.Store, authn)
+	api.MaxRequestBytes = cfg.MaxRequestBytes
+	api.Logger = a.Logger
+	api.Metrics = a.Metrics
+	api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
+	api.Limits = httpapi.LimitsOf(cfg)
+	return api, nil
 }
 
 // StoreSettings are the store's settings in cfg.

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -55,17 +54,11 @@ func (s *txSettings) queued() *pgx.QueuedQuery {
 // batch that begins its own transaction (pgx.Batch.BeginTx) is not
 // supported; BeginTx is. It is safe for concurrent use.
 type pooledDB struct {
-	db interface {
-		pendinguploads.DB
-		auth.DB
-	}
+	db       pendinguploads.DB
 	settings *txSettings
 }
 
-var _ interface {
-	pendinguploads.DB
-	auth.DB
-} = (*pooledDB)(nil)
+var _ pendinguploads.DB = (*pooledDB)(nil)
 
 // send sends queries after the settings, and reads the settings' result.
 func (p *pooledDB) send(ctx context.Context, queries ...*pgx.QueuedQuery) pgx.BatchResults {

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -89,9 +88,9 @@ func passwordRefused(err error) bool {
 // rotated secret. Its methods first make sure a connection can be had: a
 // refused password re-reads the secret and tries again, at most
 // MaxPasswordRereads times, within the connect timeout. They are exactly
-// the methods the store and the authenticator use (pendinguploads.DB and
-// auth.DB): the pool is a named field, not embedded, so a method added to
-// those interfaces fails to compile here instead of reaching the pool
+// the methods the store and token administration use (pendinguploads.DB,
+// of which admin.DB is a part): the pool is a named field, not embedded,
+// so a method added to that interface fails to compile here instead of reaching the pool
 // without the re-read.
 type RotatingPool struct {
 	pool           *pgxpool.Pool
@@ -99,10 +98,7 @@ type RotatingPool struct {
 	connectTimeout time.Duration
 }
 
-var _ interface {
-	pendinguploads.DB
-	auth.DB
-} = (*RotatingPool)(nil)
+var _ pendinguploads.DB = (*RotatingPool)(nil)
 
 // ready acquires (and releases) a connection, re-reading the password
 // when the server refuses it.

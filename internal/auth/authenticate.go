@@ -1,20 +1,29 @@
 package auth
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // MaxTokenBytes is the longest bearer token looked up; a longer one is
 // ErrInvalid without a query.
 const MaxTokenBytes = 512
+
+// Errors of a bearer's look-up (the store's). HTTP answers both with the
+// same 401: a caller learns nothing of whose token it holds.
+var (
+	// ErrInvalid: no live token has this hash (unknown, revoked,
+	// expired), or a bearer too long to be any.
+	ErrInvalid = errors.New("auth: invalid token")
+	// ErrNotAllowed: a live token that may not act on the workspace the
+	// call names: another workspace's token, or an org token anchored to
+	// another org.
+	ErrNotAllowed = errors.New("auth: token not allowed for this workspace")
+)
 
 // Errors of Identify besides ErrInvalid and ErrSessionUnavailable.
 var (
@@ -31,7 +40,6 @@ var (
 // Authenticator identifies the caller of a request. It is safe for
 // concurrent use.
 type Authenticator struct {
-	tokens    *Tokens
 	adminHash [sha256.Size]byte
 
 	// Sessions, when set, lets a request without a bearer act with the
@@ -45,12 +53,12 @@ type Authenticator struct {
 }
 
 // NewAuthenticator returns an Authenticator for adminToken (which must not
-// be empty), looking bearer tokens up through tokens.
-func NewAuthenticator(tokens *Tokens, adminToken string) (*Authenticator, error) {
+// be empty). It does no I/O.
+func NewAuthenticator(adminToken string) (*Authenticator, error) {
 	if adminToken == "" {
 		return nil, errors.New("auth: empty admin token")
 	}
-	return &Authenticator{tokens: tokens, adminHash: sha256.Sum256([]byte(adminToken))}, nil
+	return &Authenticator{adminHash: sha256.Sum256([]byte(adminToken))}, nil
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
@@ -116,15 +124,4 @@ func (a *Authenticator) sameSite(r *http.Request) bool {
 		return slices.Contains(a.Origins, origin)
 	}
 	return site == ""
-}
-
-// Verify looks a Bearer identity up on its own (see Tokens.Verify).
-func (a *Authenticator) Verify(ctx context.Context, id *Identity, ws *uuid.UUID) error {
-	return a.tokens.Verify(ctx, id, ws)
-}
-
-// StampIfDue stamps a found token's last_used_at when due (see
-// Tokens.StampIfDue).
-func (a *Authenticator) StampIfDue(ctx context.Context, id *Identity) {
-	a.tokens.StampIfDue(ctx, id)
 }

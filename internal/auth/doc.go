@@ -13,10 +13,15 @@
 //
 // Authenticator.Identify makes the Identity from a request without the
 // database: the admin and a session are settled there; any other bearer
-// is a Bearer identity whose token is looked up later, by the store call
-// that serves the request, in that call's own round trip (Tokens.For
-// gives the SQL), or on its own by Tokens.Verify. Only SHA-256 digests of
-// tokens are stored and compared, and a session cookie is kept only as a
-// digest in the verdict cache; neither is ever logged. Every failure to
-// check fails closed: there is no fail-open mode.
+// is a Bearer identity whose token the store looks up later, in the round
+// trip of the call that serves the request (the token SQL is the store's:
+// internal/pendinguploads/tokens.go), or on its own by Store.Verify; the
+// identity found is a new value (Identity.Found), recorded beside the
+// presented one in the request's context (RecordFound). auth holds no SQL
+// and asks no database. Sessions do ask the control plane over HTTP: that
+// check is who the caller is, settled before any store call, and its
+// verdict cache lives with it. Only SHA-256 digests of tokens are stored
+// and compared, and a session cookie is kept only as a digest in the
+// verdict cache; neither is ever logged. Every failure to check fails
+// closed: there is no fail-open mode.
 package auth

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"sync"
 
 	"github.com/google/uuid"
 )
@@ -11,10 +12,11 @@ import (
 type Kind uint8
 
 const (
-	// Bearer is a bearer token that is not the admin's, not looked up
-	// yet: a workspace token, an org token, or nothing at all. A look-up
-	// (Check.Settle, Tokens.Verify) turns it into Workspace or Org, or
-	// refuses it.
+	// Bearer is a bearer token that is not the admin's, as presented: a
+	// workspace token, an org token, or nothing at all. The store looks
+	// it up (in the round trip of the call it serves, or on its own with
+	// Store.Verify) and returns a new identity of kind Workspace or Org
+	// (Found), or refuses it; the Bearer identity itself never changes.
 	Bearer Kind = iota + 1
 	// Admin is the platform's admin token: every workspace.
 	Admin
@@ -43,9 +45,10 @@ func (k Kind) String() string {
 	return "none"
 }
 
-// Identity is who one request acts as. Authenticator.Identify makes it;
-// the look-up of a bearer token completes it in place (Kind, TokenPrefix,
-// WorkspaceID). It belongs to its request: not safe for concurrent use.
+// Identity is who one request acts as. Authenticator.Identify makes it
+// from what the request presents; the look-up of a bearer token makes
+// another (Found). An Identity is never changed once made, and so is safe
+// for concurrent use.
 type Identity struct {
 	Kind Kind
 	// TokenPrefix is a token's first characters, safe to log: set for the
@@ -56,9 +59,7 @@ type Identity struct {
 	// UserID is a session's user, as the control plane named it.
 	UserID string
 
-	hash  []byte // a bearer's SHA-256
-	table string // where a found bearer lives, for its last_used_at stamp
-	stale bool   // its last_used_at is due (unset or over a minute old)
+	hash []byte // a bearer's SHA-256
 }
 
 // AdminIdentity is the admin's identity, for programs that act with the
@@ -72,9 +73,16 @@ func TokenIdentity(token string) *Identity {
 	return &Identity{Kind: Bearer, hash: sum[:]}
 }
 
-// StampDue reports whether a found token's last_used_at is due (see
-// Tokens.StampIfDue).
-func (id *Identity) StampDue() bool { return id.stale }
+// TokenHash is a bearer's SHA-256 (the stored form of its token), nil for
+// an identity without a bearer (a session).
+func (id *Identity) TokenHash() []byte { return id.hash }
+
+// Found is the identity of id's bearer token as its look-up found it: a
+// new identity of kind (Workspace or Org), on workspaceID (a workspace
+// token's), named by the token's prefix, with id's hash. id is unchanged.
+func (id *Identity) Found(kind Kind, workspaceID uuid.UUID, prefix string) *Identity {
+	return &Identity{Kind: kind, TokenPrefix: prefix, WorkspaceID: workspaceID, hash: id.hash}
+}
 
 // Trusted reports whether the identity was settled outside the database
 // (the admin, a session) and may act on every workspace: its calls carry
@@ -94,15 +102,72 @@ func (id *Identity) LogAttrs() []any {
 	return attrs
 }
 
+// A request's context carries who the request acts as (NewContext): the
+// identity it presented and, once the store looked a bearer up, the
+// identity found, with the stamp of the token's last_used_at when one is
+// due. The presented identity is never changed; the one found is a new
+// value beside it.
 type ctxKey struct{}
 
-// NewContext returns ctx carrying id.
-func NewContext(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, ctxKey{}, id)
+// caller is a request's record of who it acts as.
+type caller struct {
+	presented *Identity
+
+	mu    sync.Mutex
+	found *Identity
+	stamp func(context.Context)
 }
 
-// FromContext returns the identity NewContext put in ctx, or nil.
+// NewContext returns ctx carrying id as the identity its request
+// presented.
+func NewContext(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, &caller{presented: id})
+}
+
+// FromContext returns who the request of ctx acts as: the identity a
+// look-up found (RecordFound), else the one NewContext put there; nil
+// without one. Its Kind is Bearer only while no look-up has run.
 func FromContext(ctx context.Context) *Identity {
-	id, _ := ctx.Value(ctxKey{}).(*Identity)
-	return id
+	c, _ := ctx.Value(ctxKey{}).(*caller)
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.found != nil {
+		return c.found
+	}
+	return c.presented
+}
+
+// RecordFound records, in a context NewContext made, the identity the
+// look-up of the request's bearer found (refused or not), and stamp, the
+// stamp of its token's last_used_at when one is due (nil: none), to run
+// once the request is answered (TakeStamp). Without such a context it does
+// nothing.
+func RecordFound(ctx context.Context, found *Identity, stamp func(context.Context)) {
+	c, _ := ctx.Value(ctxKey{}).(*caller)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.found = found
+	if stamp != nil {
+		c.stamp = stamp
+	}
+}
+
+// TakeStamp returns the stamp RecordFound recorded in ctx, once (nil:
+// none due).
+func TakeStamp(ctx context.Context) func(context.Context) {
+	c, _ := ctx.Value(ctxKey{}).(*caller)
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	stamp := c.stamp
+	c.stamp = nil
+	return stamp
 }

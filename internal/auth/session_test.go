@@ -37,7 +37,7 @@ func TestSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := auth.NewAuthenticator(nil, admin)
+	a, err := auth.NewAuthenticator(admin)
 	if err != nil {
 		t.Fatal(err)
 	}

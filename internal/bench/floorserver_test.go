@@ -47,7 +47,8 @@ func (f *floorServer) handler() http.Handler {
 	return mux
 }
 
-// guardSQL is auth.Check.Guard for a database without org tokens: the
+// guardSQL is the store's caller check (pendinguploads/tokens.go, mayActSQL)
+// for a database without org tokens: the
 // bearer's hash ($h) is a live token of workspace $w.
 func guardSQL(h, w int) string {
 	return `($` + strconv.Itoa(h) + `::bytea IS NULL OR EXISTS (

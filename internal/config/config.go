@@ -186,74 +186,108 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		PushEndpoint:   strings.TrimSpace(getenv("PUSH_ENDPOINT")),
 		PushAuthorizer: strings.TrimSpace(getenv("PUSH_AUTHORIZER")),
 	}
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var err error
-	c.MaxFileBytes, err = bytesVar(getenv, "MAX_FILE_BYTES", DefaultMaxFileBytes, 1, MaxFileBytesCap)
-	add(err)
-	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, MaxFileBytesCap)
-	add(err)
-	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
-	add(err)
-	c.WorkspaceMaxPendingBytes, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_BYTES", "bytes", DefaultWorkspaceMaxPendingBytes, c.MaxFileBytes, 1<<40)
-	add(err)
-	c.WorkspaceMaxPendingFiles, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_FILES", "files", DefaultWorkspaceMaxPendingFiles, limits.MaxFiles, 10_000_000)
-	add(err)
-	c.MultipartThresholdBytes, err = bytesVar(getenv, "MULTIPART_THRESHOLD_BYTES", limits.DefaultMultipartThresholdBytes, limits.MinPartBytes, MaxFileBytesCap)
-	add(err)
-	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
-	add(err)
-	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
-	add(err)
-	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
-	add(err)
-	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
-	add(err)
-	if err == nil && c.UploadTTL <= 0 {
-		add(fmt.Errorf("UPLOAD_TTL: must be positive, got %s", c.UploadTTL))
-	}
-	c.AckRetention, err = durationVar(getenv, "ACK_RETENTION", DefaultAckRetention)
-	add(err)
-	c.AckRetention = max(c.AckRetention, 0)
-	if v := strings.TrimSpace(getenv("S3_FORCE_PATH_STYLE")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
-		}
-		c.S3ForcePathStyle = b
-	}
-	c.CORSAllowedOrigins, err = originsVar(getenv, "CORS_ALLOWED_ORIGINS")
-	add(err)
-	public, err := originsVar(getenv, "PUBLIC_ORIGIN")
-	add(err)
-	switch {
-	case len(public) > 1:
-		add(fmt.Errorf("PUBLIC_ORIGIN: want one origin, got %d", len(public)))
-	case len(public) == 1:
-		c.PublicOrigin = public[0]
-	}
-	add(c.checkSessions())
-	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
-		add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
-			maxRowLife, c.UploadTTL, c.AckRetention))
-	}
-	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
-		add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
-	}
-	if need&NeedAdminToken != 0 && c.AdminToken == "" && c.AdminTokenSecretARN == "" {
-		add(errors.New("ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN: one must be set"))
-	}
-	if c.AdminToken != "" && len(c.AdminToken) < MinTokenLength {
-		add(fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength))
-	}
+	var errs errorList
+	c.readSizes(getenv, &errs)
+	c.readDatabase(getenv, &errs)
+	c.readDurations(getenv, &errs)
+	c.readOrigins(getenv, &errs)
+	errs.add(c.checkSessions())
+	c.checkNeeds(need, &errs)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// errorList gathers every bad setting, so that Load reports them at once.
+type errorList []error
+
+func (l *errorList) add(err error) {
+	if err != nil {
+		*l = append(*l, err)
+	}
+}
+
+// readSizes reads the byte caps, the workspace quota and the part sizes.
+func (c *Config) readSizes(getenv func(string) string, errs *errorList) {
+	var err error
+	c.MaxFileBytes, err = bytesVar(getenv, "MAX_FILE_BYTES", DefaultMaxFileBytes, 1, MaxFileBytesCap)
+	errs.add(err)
+	c.InlineMaxBytes, err = bytesVar(getenv, "INLINE_MAX_BYTES", DefaultInlineMaxBytes, 1, MaxFileBytesCap)
+	errs.add(err)
+	c.MaxRequestBytes, err = bytesVar(getenv, "MAX_REQUEST_BYTES", DefaultMaxRequestBytes, 1024, maxRequestCap)
+	errs.add(err)
+	c.WorkspaceMaxPendingBytes, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_BYTES", "bytes", DefaultWorkspaceMaxPendingBytes, c.MaxFileBytes, 1<<40)
+	errs.add(err)
+	c.WorkspaceMaxPendingFiles, err = quotaVar(getenv, "WORKSPACE_MAX_PENDING_FILES", "files", DefaultWorkspaceMaxPendingFiles, limits.MaxFiles, 10_000_000)
+	errs.add(err)
+	c.MultipartThresholdBytes, err = bytesVar(getenv, "MULTIPART_THRESHOLD_BYTES", limits.DefaultMultipartThresholdBytes, limits.MinPartBytes, MaxFileBytesCap)
+	errs.add(err)
+	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
+	errs.add(err)
+}
+
+// readDatabase reads DB_PORT, DATABASE_QUERY_MODE and S3_FORCE_PATH_STYLE.
+func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
+	var err error
+	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
+	errs.add(err)
+	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
+	errs.add(err)
+	if v := strings.TrimSpace(getenv("S3_FORCE_PATH_STYLE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs.add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
+		}
+		c.S3ForcePathStyle = b
+	}
+}
+
+// readDurations reads UPLOAD_TTL and ACK_RETENTION, and holds their sum
+// under the bucket's backstop rule when there is a bucket.
+func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
+	var err error
+	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
+	errs.add(err)
+	if err == nil && c.UploadTTL <= 0 {
+		errs.add(fmt.Errorf("UPLOAD_TTL: must be positive, got %s", c.UploadTTL))
+	}
+	c.AckRetention, err = durationVar(getenv, "ACK_RETENTION", DefaultAckRetention)
+	errs.add(err)
+	c.AckRetention = max(c.AckRetention, 0)
+	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
+		errs.add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
+			maxRowLife, c.UploadTTL, c.AckRetention))
+	}
+}
+
+// readOrigins reads CORS_ALLOWED_ORIGINS and PUBLIC_ORIGIN (one origin).
+func (c *Config) readOrigins(getenv func(string) string, errs *errorList) {
+	var err error
+	c.CORSAllowedOrigins, err = originsVar(getenv, "CORS_ALLOWED_ORIGINS")
+	errs.add(err)
+	public, err := originsVar(getenv, "PUBLIC_ORIGIN")
+	errs.add(err)
+	switch {
+	case len(public) > 1:
+		errs.add(fmt.Errorf("PUBLIC_ORIGIN: want one origin, got %d", len(public)))
+	case len(public) == 1:
+		c.PublicOrigin = public[0]
+	}
+}
+
+// checkNeeds checks that what the caller needs is set: a database, an
+// admin token (long enough).
+func (c *Config) checkNeeds(need Requirement, errs *errorList) {
+	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
+		errs.add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
+	}
+	if need&NeedAdminToken != 0 && c.AdminToken == "" && c.AdminTokenSecretARN == "" {
+		errs.add(errors.New("ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN: one must be set"))
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < MinTokenLength {
+		errs.add(fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength))
+	}
 }
 
 // checkSessions checks the session settings: both or neither, a URL the

@@ -10,7 +10,7 @@ import (
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
 func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.guardFile(r)
+	ws, id, file, err := a.pathFileIDs(r)
 	if err != nil {
 		return err
 	}
@@ -18,13 +18,13 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	args := append([]any{"workspace_id", ws, "file_id", file}, id.LogAttrs()...)
+	args := append([]any{"workspace_id", ws, "file_id", file}, callerAttrs(r)...)
 	switch res {
 	case pendinguploads.Acked:
 		a.logger().Info("acked", args...)
 		a.Metrics.Count(metrics.Acked, nil, 1, nil)
 		writeJSON(w, http.StatusOK, wire.AckAnswer{Acked: true})
-	case pendinguploads.Raced:
+	case pendinguploads.SweptMeanwhile:
 		a.logger().Info("acked", append(args, "raced", true)...)
 		writeJSON(w, http.StatusOK, wire.AckAnswer{Acked: true, Raced: true})
 	default:

@@ -94,11 +94,11 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 			err = rt.handle(a, w, r)
 		}
 		if err != nil {
-			a.fail(w, r, a.confirm(r, err))
+			a.fail(w, r, a.verifyBeforeRefusal(r, err))
 		}
-		if id := auth.FromContext(r.Context()); id != nil && id.StampDue() {
+		if stamp := auth.TakeStamp(r.Context()); stamp != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
-			a.authn.StampIfDue(ctx, id)
+			stamp(ctx)
 			cancel()
 		}
 	}
@@ -118,7 +118,7 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), RequestDeadline)
 		defer cancel()
-		r = r.WithContext(context.WithValue(ctx, undeadlinedKey{}, r.Context()))
+		r = r.WithContext(context.WithValue(ctx, withoutDeadlineKey{}, r.Context()))
 		var allow []string
 		if p := r.URL.Path; p != "" && path.Clean(p) == p {
 			for _, rt := range routes {
@@ -204,16 +204,26 @@ func (a *API) identify(r *http.Request) (*http.Request, error) {
 	return r.WithContext(auth.NewContext(r.Context(), id)), nil
 }
 
-type undeadlinedKey struct{}
+type withoutDeadlineKey struct{}
 
-// Undeadlined returns the request's context without RequestDeadline (for
-// the copy of a long response body, which is not a dependency call and may
-// take longer); ctx itself when it did not come through front.
-func Undeadlined(ctx context.Context) context.Context {
-	if c, ok := ctx.Value(undeadlinedKey{}).(context.Context); ok {
+// withoutRequestDeadline returns the request's context without
+// RequestDeadline (for the copy of a long response body, which is not a
+// dependency call and may take longer); ctx itself when it did not come
+// through front.
+func withoutRequestDeadline(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(withoutDeadlineKey{}).(context.Context); ok {
 		return c
 	}
 	return ctx
+}
+
+// callerAttrs are the log fields of who r acts as: once a store call
+// looked its bearer up, the identity found (auth.FromContext).
+func callerAttrs(r *http.Request) []any {
+	if id := auth.FromContext(r.Context()); id != nil {
+		return id.LogAttrs()
+	}
+	return nil
 }
 
 // matchPath reports whether an (escaped) request path has the segments of
@@ -243,7 +253,7 @@ func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 		r, err = a.identify(r)
 	}
 	if err == nil {
-		err = a.confirm(r, errNotFound)
+		err = a.verifyBeforeRefusal(r, errNotFound)
 	}
 	a.fail(w, r, err)
 }
@@ -257,12 +267,13 @@ func (a *API) logger() *slog.Logger {
 
 func (a *API) maxRequest() int64 { return a.MaxRequestBytes }
 
-// guard returns the workspace a route names and who the request acts
-// for (front identified it). A bearer token is checked by the store call
-// that serves the request, in its own round trip; a refusal given before
-// any such call is confirmed first (confirm), so an unauthenticated
-// caller learns nothing, not even whether its path parses.
-func (a *API) guard(r *http.Request) (uuid.UUID, *auth.Identity, error) {
+// pathIDs returns the workspace a route's path names and who the request
+// acts for (front identified it). A bearer token is checked by the store
+// call that serves the request, in its own round trip; a refusal given
+// before any such call checks it first (verifyBeforeRefusal), so an
+// unauthenticated caller learns nothing, not even whether its path
+// parses.
+func (a *API) pathIDs(r *http.Request) (uuid.UUID, *auth.Identity, error) {
 	id := auth.FromContext(r.Context())
 	if id == nil {
 		return uuid.Nil, nil, errors.New("route served without an identity")
@@ -274,10 +285,10 @@ func (a *API) guard(r *http.Request) (uuid.UUID, *auth.Identity, error) {
 	return ws, id, nil
 }
 
-// guardFile is guard for a route that names a file, and parses its
+// pathFileIDs is pathIDs for a route that names a file, and parses its
 // {fileId}.
-func (a *API) guardFile(r *http.Request) (ws uuid.UUID, id *auth.Identity, file uuid.UUID, err error) {
-	if ws, id, err = a.guard(r); err != nil {
+func (a *API) pathFileIDs(r *http.Request) (ws uuid.UUID, id *auth.Identity, file uuid.UUID, err error) {
+	if ws, id, err = a.pathIDs(r); err != nil {
 		return uuid.Nil, nil, uuid.Nil, err
 	}
 	if file, err = uuid.Parse(r.PathValue("fileId")); err != nil {
@@ -286,14 +297,14 @@ func (a *API) guardFile(r *http.Request) (ws uuid.UUID, id *auth.Identity, file 
 	return ws, id, file, nil
 }
 
-// confirm returns the answer to give for refusal, an error of a request
+// verifyBeforeRefusal returns the answer to give for refusal, an error of a request
 // whose bearer no store call has looked up yet (a bad path, query or
 // body): a token that is not live, or may not act on the path's
 // workspace, is a 401 instead, and a look-up that fails a 503. Only then
 // does the refusal stand. (Its own budget: a refusal may come after the
 // request's deadline, a body that arrived slowly, and still deserves its
 // true answer.)
-func (a *API) confirm(r *http.Request, refusal error) error {
+func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
 	id := auth.FromContext(r.Context())
 	if id == nil || id.Kind != auth.Bearer {
 		return refusal
@@ -308,7 +319,7 @@ func (a *API) confirm(r *http.Request, refusal error) error {
 	if v, err := uuid.Parse(r.PathValue("workspaceId")); err == nil {
 		ws = &v
 	}
-	if err := a.authn.Verify(ctx, id, ws); err != nil {
+	if _, err := a.store.Verify(ctx, id, ws); err != nil {
 		return fmt.Errorf("before %q: %w", e.Message, err)
 	}
 	return refusal

@@ -288,3 +288,40 @@ func TestOrgTokensOverHTTP(t *testing.T) {
 		t.Errorf("a refused org token touched the file: fetched %v→%v, acked %v→%v", fetched, f, acked, a)
 	}
 }
+
+// TestBearerLogLines: the log lines of a workspace token's requests name
+// the credential the look-up found (kind and prefix), though the look-up
+// ran inside the store call and left the presented identity as it was;
+// a refused token's line names it too.
+func TestBearerLogLines(t *testing.T) {
+	logs := &syncBuffer{}
+	srv := apptest.NewServer(t, apptest.Options{Log: logs})
+	ws := uuid.New()
+	tok := srv.WorkspaceToken(t, ws)
+	prefix := `"token_prefix":"` + tok[:9] + `"`
+
+	body, ctype := form(t, file("a.txt", "text/plain", "logged"))
+	res := send(t, newRequest(t, "POST", uploadsURL(srv, ws.String()), tok, ctype, bytes.NewReader(body)))
+	wantStatus(t, res, http.StatusOK)
+	id := jsonObject(t, res.body)["files"].([]any)[0].(map[string]any)["file_id"].(string)
+	wantStatus(t, send(t, newRequest(t, "GET", contentURL(srv, ws.String(), id), tok, "", nil)), http.StatusOK)
+	wantStatus(t, send(t, newRequest(t, "POST", ackURL(srv, ws.String(), id), tok, "", nil)), http.StatusOK)
+	wantStatus(t, send(t, newRequest(t, "GET", listURL(srv, uuid.NewString()), tok, "", nil)), http.StatusUnauthorized)
+
+	lines := strings.Split(logs.String(), "\n")
+	for _, msg := range []string{`"msg":"staged"`, `"msg":"fetched"`, `"msg":"acked"`, `"msg":"refused"`} {
+		found := false
+		for _, line := range lines {
+			if !strings.Contains(line, msg) {
+				continue
+			}
+			found = true
+			if !strings.Contains(line, `"credential":"workspace"`) || !strings.Contains(line, prefix) {
+				t.Errorf("%s: got %s, want the workspace token's kind and prefix", msg, line)
+			}
+		}
+		if !found {
+			t.Errorf("no %s line", msg)
+		}
+	}
+}

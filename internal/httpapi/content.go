@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
@@ -24,7 +23,7 @@ import (
 // there, and an answer that fails after it is aborted, never finished
 // short: the bytes sent always match the headers.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.guardFile(r)
+	ws, id, file, err := a.pathFileIDs(r)
 	if err != nil {
 		return err
 	}
@@ -48,18 +47,8 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	disposition := sanitize.ContentDisposition(rec.Filename)
 
 	if redirect {
-		url, ok, err := a.store.SignGet(ctx, rec, disposition, ctype)
-		if err != nil {
+		if sent, err := a.redirectToBucket(w, r, rec, disposition, ctype); sent || err != nil {
 			return err
-		}
-		if ok {
-			a.fetched(id, rec, "redirect", rec.SizeBytes)
-			h := w.Header()
-			h.Set("Location", url)
-			h.Set("Cache-Control", "private, no-store")
-			h.Set("X-Content-Type-Options", "nosniff")
-			w.WriteHeader(http.StatusTemporaryRedirect)
-			return nil
 		}
 	}
 
@@ -73,24 +62,11 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	// pace takes longer than RequestDeadline): the stream runs on the
 	// request's context without that deadline, bound by the invocation's
 	// (Lambda) or the server's write timeout (dev server).
-	sctx, scancel := context.WithCancel(Undeadlined(ctx))
+	sctx, scancel := context.WithCancel(withoutRequestDeadline(ctx))
 	defer scancel()
-	stop := context.AfterFunc(ctx, scancel)
-	body, err := a.store.Open(sctx, rec, off, n)
-	if !stop() {
-		// The request's deadline passed while opening: 503, as for any
-		// dependency too slow to answer.
-		if err == nil {
-			body.Close()
-		}
-		err = fmt.Errorf("open after the request's deadline: %w (%v)", context.DeadlineExceeded, err)
-	}
-	if errors.Is(err, pendinguploads.ErrNotFound) {
-		// Swept between the look-up and the read: nothing was answered yet.
-		return errExpired
-	}
+	body, err := a.openWithin(ctx, sctx, scancel, rec, off, n)
 	if err != nil {
-		return fmt.Errorf("open: %w", err)
+		return err
 	}
 	defer body.Close()
 	// While the bytes flow, a read from Postgres or S3 that makes no
@@ -107,19 +83,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		copyBuf = make([]byte, min(n, 256<<10))
 	}
 
-	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.FormatInt(n, 10))
-	h.Set("Content-Disposition", disposition)
-	if len(rec.SHA256) > 0 {
-		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
-	}
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "private, no-store")
-	h.Set("Accept-Ranges", "bytes")
-	if status == http.StatusPartialContent {
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, rec.SizeBytes))
-	}
+	setContentHeaders(w.Header(), rec, ctype, disposition, status, off, n)
 	w.WriteHeader(status)
 	var sent int64
 	if copyBuf == nil {
@@ -134,8 +98,65 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(id, rec, "body", n)
+	a.fetched(r, rec, "body", n)
 	return nil
+}
+
+// redirectToBucket answers a ?redirect=1 fetch of rec with a redirect to
+// a signed GET of its object, and reports whether it did (false: the
+// file is not in the bucket, and its bytes are sent instead).
+func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, rec pendinguploads.Record, disposition, ctype string) (bool, error) {
+	url, ok, err := a.store.SignGet(r.Context(), rec, disposition, ctype)
+	if err != nil || !ok {
+		return false, err
+	}
+	a.fetched(r, rec, "redirect", rec.SizeBytes)
+	h := w.Header()
+	h.Set("Location", url)
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusTemporaryRedirect)
+	return true, nil
+}
+
+// openWithin opens n bytes of rec from off on sctx (the stream's
+// context, which scancel cancels), within ctx's deadline (the
+// request's): opening is a dependency call, and one that passes the
+// deadline cancels sctx and is a 503. A file swept since the look-up is
+// errExpired: nothing was answered yet.
+func (a *API) openWithin(ctx, sctx context.Context, scancel context.CancelFunc, rec pendinguploads.Record, off, n int64) (pendinguploads.Body, error) {
+	stop := context.AfterFunc(ctx, scancel)
+	body, err := a.store.Open(sctx, rec, off, n)
+	if !stop() {
+		if err == nil {
+			body.Close()
+		}
+		err = fmt.Errorf("open after the request's deadline: %w (%v)", context.DeadlineExceeded, err)
+	}
+	if errors.Is(err, pendinguploads.ErrNotFound) {
+		return pendinguploads.Body{}, errExpired
+	}
+	if err != nil {
+		return pendinguploads.Body{}, fmt.Errorf("open: %w", err)
+	}
+	return body, nil
+}
+
+// setContentHeaders sets the headers of an answer of n bytes of rec
+// from off, with status (200 or 206).
+func setContentHeaders(h http.Header, rec pendinguploads.Record, ctype, disposition string, status int, off, n int64) {
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	h.Set("Content-Disposition", disposition)
+	if len(rec.SHA256) > 0 {
+		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("Accept-Ranges", "bytes")
+	if status == http.StatusPartialContent {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, rec.SizeBytes))
+	}
 }
 
 // StreamIdleTimeout bounds one read of a streamed file's bytes from
@@ -252,8 +273,8 @@ func (b byteRange) resolve(size int64) (off, n int64, status int) {
 }
 
 // fetched logs and counts a fetch (fetched_at is stamped by Fetch).
-func (a *API) fetched(id *auth.Identity, rec pendinguploads.Record, via string, sent int64) {
+func (a *API) fetched(r *http.Request, rec pendinguploads.Record, via string, sent int64) {
 	a.logger().Info("fetched", append([]any{"via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
-		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, id.LogAttrs()...)...)
+		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, callerAttrs(r)...)...)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

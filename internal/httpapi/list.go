@@ -13,7 +13,7 @@ import (
 
 // list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
 func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.guard(r)
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return err
 	}

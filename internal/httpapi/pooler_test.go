@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgbouncertest"
 )
@@ -121,16 +120,16 @@ func TestPoolerExecMode(t *testing.T) {
 	t.Run("TokenAdministration", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		tok, info, err := auth.CreateToken(ctx, srv.App.DB, ws)
+		tok, info, err := admin.CreateToken(ctx, srv.App.DB, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantStatus(t, get(t, listURL(srv, ws.String()), tok), http.StatusOK)
-		list, err := auth.ListTokens(ctx, srv.App.DB, ws, 10)
+		list, err := admin.ListTokens(ctx, srv.App.DB, ws, 10)
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list tokens: got %d, %v; want 2", len(list), err)
 		}
-		if n, err := auth.RevokeToken(ctx, srv.App.DB, ws, info.ID); err != nil || n != 1 {
+		if n, err := admin.RevokeToken(ctx, srv.App.DB, ws, info.ID); err != nil || n != 1 {
 			t.Fatalf("revoke: got %d, %v", n, err)
 		}
 		wantError(t, get(t, listURL(srv, ws.String()), tok), http.StatusUnauthorized, msgInvalid, nil)
@@ -173,36 +172,7 @@ func TestPoolerQuotaUnderConcurrency(t *testing.T) {
 	const mib = 1 << 20
 	srv := poolerServer(t, "exec", pgbouncertest.Options{}, false, map[string]string{
 		"MAX_FILE_BYTES": fmt.Sprint(mib), "WORKSPACE_MAX_PENDING_BYTES": fmt.Sprint(25 * mib)})
-	ws := uuid.New()
-	body, ctype := form(t, file("fill.bin", "", strings.Repeat("f", mib)))
-	for range 20 { // 20 MiB waiting: 5 MiB of room
-		wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body), http.StatusOK)
-	}
-	var wg sync.WaitGroup
-	statuses := make([]int, 20)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body).status
-		}()
-	}
-	wg.Wait()
-	ok, refused := 0, 0
-	for _, s := range statuses {
-		switch s {
-		case http.StatusOK:
-			ok++
-		case http.StatusConflict:
-			refused++
-		}
-	}
-	if ok != 5 || refused != 15 {
-		t.Errorf("20 racing uploads: %d stored, %d refused (statuses %v); want 5 and 15", ok, refused, statuses)
-	}
-	if n := sqlCount(t, srv, `SELECT coalesce(sum(size_bytes), 0)::int FROM pending_uploads WHERE workspace_id = $1`, ws); n != 25*mib {
-		t.Errorf("bytes waiting: %d, want exactly the quota, %d", n, 25*mib)
-	}
+	raceForTheQuota(t, srv)
 }
 
 // TestPoolerCacheStatementModeFails: what breaks through PgBouncer 1.18 in

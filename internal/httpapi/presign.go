@@ -21,11 +21,11 @@ import (
 // commits them. Declared SHA-256s (the file's, each part's) are signed
 // into the PUTs.
 func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.guard(r)
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return err
 	}
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return errPresignOff
 	}
 	var req wire.PresignRequest
@@ -75,7 +75,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range puts {
 		out.Uploads[i] = presigned(p)
 		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
-			"filename", files[i].Filename, "multipart", p.Multipart != nil}, id.LogAttrs()...)...)
+			"filename", files[i].Filename, "multipart", p.Multipart != nil}, callerAttrs(r)...)...)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -85,7 +85,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 // for a multipart upload not committed yet, the parts the bucket holds
 // and fresh PUTs of the others.
 func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.guardUpload(r)
+	ws, id, upload, err := a.pathUploadIDs(r)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.logger().Info("resumed", append([]any{"workspace_id", ws, "upload_id", upload, "received", len(p.Multipart.Received),
-		"missing", len(p.Multipart.Parts)}, id.LogAttrs()...)...)
+		"missing", len(p.Multipart.Parts)}, callerAttrs(r)...)...)
 	writeJSON(w, http.StatusOK, presigned(p))
 	return nil
 }
@@ -105,7 +105,7 @@ func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
 // abort is DELETE /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
 // the upload is dropped, its parts or object with it.
 func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.guardUpload(r)
+	ws, id, upload, err := a.pathUploadIDs(r)
 	if err != nil {
 		return err
 	}
@@ -116,18 +116,18 @@ func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, id.LogAttrs()...)...)
+	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, callerAttrs(r)...)...)
 	writeJSON(w, http.StatusOK, wire.AbortAnswer{Aborted: true})
 	return nil
 }
 
-// guardUpload is guard for a route that names a presigned upload.
-func (a *API) guardUpload(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
-	ws, id, err := a.guard(r)
+// pathUploadIDs is pathIDs for a route that names a presigned upload.
+func (a *API) pathUploadIDs(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return uuid.Nil, nil, uuid.Nil, err
 	}
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return uuid.Nil, nil, uuid.Nil, errPresignOff
 	}
 	upload, err := uuid.Parse(r.PathValue("uploadId"))

@@ -89,6 +89,15 @@ func TestWorkspaceQuotaUnderConcurrency(t *testing.T) {
 	const mib = 1 << 20
 	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{
 		"MAX_FILE_BYTES": fmt.Sprint(mib), "WORKSPACE_MAX_PENDING_BYTES": fmt.Sprint(25 * mib)}})
+	raceForTheQuota(t, srv)
+}
+
+// raceForTheQuota fills a workspace of srv (files of 1 MiB, a quota of 25
+// MiB) to 20 MiB, then races 20 uploads of 1 MiB for the last 5: exactly
+// 5 must get in, 15 be refused, and exactly the quota wait.
+func raceForTheQuota(t *testing.T, srv *apptest.Server) {
+	t.Helper()
+	const mib = 1 << 20
 	ws := uuid.New()
 	body, ctype := form(t, file("fill.bin", "", strings.Repeat("f", mib)))
 	for range 20 { // 20 MiB waiting: 5 MiB of room
@@ -138,9 +147,9 @@ func TestWorkspaceQuotaPresignAndCommit(t *testing.T) {
 		return post(t, uploadsURL(srv, ws.String()), tok, ctype, body)
 	}
 	wantStatus(t, multipart(1500), http.StatusOK)
-	promises := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`)
+	presigned := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`)
 	wantQuota(t, presign(1501), "pending_bytes", 3000, 1500, 1501)
-	if n := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`); n != promises {
+	if n := sqlCount(t, srv, `SELECT count(*) FROM presigned_uploads`); n != presigned {
 		t.Fatalf("a refused presign stored a promise")
 	}
 	// Room for 1500 when presigned; taken by a multipart upload before the

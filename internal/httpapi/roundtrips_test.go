@@ -18,7 +18,7 @@ import (
 // prepared, the token's last_used_at fresh): the token check rides in the
 // same round trip as the request's work. List, content (a file up to
 // 1 MiB, inline), ack, a multipart upload and a presign: one; a commit:
-// two (the token and the promises before anything touches the bucket,
+// two (the token and the presigned uploads before anything touches the bucket,
 // then one transaction). A session's control-plane call is counted
 // apart: none while its verdict is cached, one (and still one Postgres
 // round trip) when it is not.

@@ -21,7 +21,7 @@ import (
 // multipart form (form A), or the JSON commit of presigned uploads (form
 // B; presign.go signs their PUTs).
 func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.guard(r)
+	ws, id, err := a.pathIDs(r)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.staged(w, id, ws, recs)
+	a.staged(w, r, ws, recs)
 	return nil
 }
 
@@ -52,7 +52,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 // put into the bucket after presign (pendinguploads.Store.Commit). A
 // retried commit answers what the first stored.
 func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, ws uuid.UUID) error {
-	if !a.store.Presigns() {
+	if !a.store.HasBucket() {
 		return errCommitPresignOff
 	}
 	var req wire.CommitRequest
@@ -80,21 +80,21 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, 
 		return err
 	}
 	if replayed {
-		a.logger().Info("commit replayed", append([]any{"workspace_id", ws, "files", len(recs)}, id.LogAttrs()...)...)
+		a.logger().Info("commit replayed", append([]any{"workspace_id", ws, "files", len(recs)}, callerAttrs(r)...)...)
 		writeJSON(w, http.StatusOK, wire.StagedAnswer{Files: stagedFiles(recs)})
 		return nil
 	}
-	a.staged(w, id, ws, recs)
+	a.staged(w, r, ws, recs)
 	return nil
 }
 
 // staged logs, counts and answers files newly staged, in request order.
-func (a *API) staged(w http.ResponseWriter, id *auth.Identity, ws uuid.UUID, recs []pendinguploads.Record) {
+func (a *API) staged(w http.ResponseWriter, r *http.Request, ws uuid.UUID, recs []pendinguploads.Record) {
 	var total int64
 	for _, rec := range recs {
 		total += rec.SizeBytes
 		a.logger().Info("staged", append([]any{"workspace_id", ws, "file_id", rec.FileID, "size", rec.SizeBytes,
-			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket()}, id.LogAttrs()...)...)
+			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket()}, callerAttrs(r)...)...)
 	}
 	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
 	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)

@@ -109,7 +109,19 @@ func (e *Emitter) Add(name string, unit Unit, dims map[string]string, value floa
 	}
 	buf.WriteByte(',')
 	member(&buf, name, value)
+	e.writeProps(&buf, name, dims, props)
+	buf.WriteString("}\n")
 
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _ = e.w.Write(buf.Bytes())
+}
+
+// writeProps writes props, and e.Fields' (props win), as members of the
+// line after the metric, in key order: none that would shadow a
+// dimension, the metadata or the metric itself, none that does not
+// encode.
+func (e *Emitter) writeProps(buf *bytes.Buffer, name string, dims map[string]string, props map[string]any) {
 	if e.Fields != nil {
 		if extra := e.Fields(); len(extra) > 0 {
 			merged := make(map[string]any, len(props)+len(extra))
@@ -135,13 +147,8 @@ func (e *Emitter) Add(name string, unit Unit, dims map[string]string, value floa
 			continue
 		}
 		buf.WriteByte(',')
-		member(&buf, k, json.RawMessage(v))
+		member(buf, k, json.RawMessage(v))
 	}
-	buf.WriteString("}\n")
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, _ = e.w.Write(buf.Bytes())
 }
 
 // awsKey is the member of an EMF line that holds its metadata.

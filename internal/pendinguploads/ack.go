@@ -19,12 +19,12 @@ const (
 	Acked AckResult = iota
 	// AlreadyAcked: an earlier ack did; acked_at is unchanged.
 	AlreadyAcked
-	// Raced: the row was there, unacked, when the ack looked it up, and
+	// SweptMeanwhile: the row was there, unacked, when the ack looked it up, and
 	// gone (swept) by the time it was to be stamped; or whether it was
 	// could not be told. The workspace's intent, "I am done with this
 	// file", holds either way. (A concurrent ack that got there first is
 	// AlreadyAcked.)
-	Raced
+	SweptMeanwhile
 )
 
 // Ack marks the unexpired row fileID of workspaceID as acked, acting for id (with its
@@ -34,32 +34,31 @@ const (
 //
 // The look-up and the update are one statement; only when they disagree
 // (a concurrent ack or sweep) does a second look tell AlreadyAcked from
-// Raced, never an error.
+// SweptMeanwhile, never an error.
 func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (AckResult, error) {
 	var owner uuid.UUID
 	var ackedAt *time.Time
 	var updated int
 	var found bool
-	check, err := s.check(ctx, id, workspaceID)
+	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
 		return 0, err
 	}
-	b := &pgx.Batch{}
-	check.Queue(b)
-	b.Queue(`
+	st := rt.statement()
+	file, ws := st.Arg(fileID), st.Workspace()
+	rt.queue(st, `
 		WITH target AS (
 		    SELECT file_id, workspace_id, acked_at
 		    FROM pending_uploads
-		    WHERE file_id = $1 AND expires_at > now() AND `+check.Guard(3, 2)+`
+		    WHERE file_id = `+file+` AND expires_at > now() AND `+callerMayAct+`
 		), upd AS (
 		    UPDATE pending_uploads p SET acked_at = now()
 		    FROM target t
-		    WHERE p.file_id = t.file_id AND t.workspace_id = $2 AND t.acked_at IS NULL
+		    WHERE p.file_id = t.file_id AND t.workspace_id = `+ws+` AND t.acked_at IS NULL
 		      AND p.acked_at IS NULL AND p.expires_at > now()
 		    RETURNING p.file_id
 		)
-		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
-		fileID, workspaceID, check.Arg()).Query(func(rows pgx.Rows) error {
+		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&owner, &ackedAt, &updated); err != nil {
@@ -68,11 +67,9 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		}
 		return rows.Err()
 	})
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return 0, s.batchError(fmt.Sprintf("ack %s", fileID), err)
-	}
-	if err := check.Settle(); err != nil {
-		return 0, tokenError(err)
+	caller, err := rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	if err != nil {
+		return 0, err
 	}
 	if !found {
 		return 0, ErrNotFound
@@ -85,13 +82,25 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	case updated == 1:
 		return Acked, nil
 	}
-	// Found unacked, yet not updated: a concurrent ack got there first
-	// (the row is acked now) or a sweep deleted it (the row is gone).
-	var gone bool
-	err = s.db.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = $1 AND acked_at IS NOT NULL)`,
-		fileID).Scan(&gone)
-	if err == nil && !gone {
+	if s.ackedMeanwhile(ctx, caller, workspaceID, fileID) {
 		return AlreadyAcked, nil
 	}
-	return Raced, nil
+	return SweptMeanwhile, nil
+}
+
+// ackedMeanwhile tells, for an ack that found fileID unacked yet did not
+// update it, whether a concurrent ack got there first (the row is acked
+// now), rather than a sweep (the row is gone); a look that fails says
+// no.
+func (s *Store) ackedMeanwhile(ctx context.Context, caller *auth.Identity, workspaceID, fileID uuid.UUID) bool {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return false
+	}
+	var acked bool
+	st := rt.statement()
+	rt.queue(st, `SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = `+st.Arg(fileID)+` AND acked_at IS NOT NULL AND `+callerMayAct+`)`).QueryRow(
+		func(row pgx.Row) error { return row.Scan(&acked) })
+	_, err = rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	return err == nil && acked
 }

@@ -73,7 +73,7 @@ func TestAck(t *testing.T) {
 
 // TestAckRacesSweepAndItself runs, for real and under -race, many acks of
 // the same files at once while sweeps with zero retention delete acked
-// rows. Every ack must succeed (Acked, AlreadyAcked or Raced) or find the
+// rows. Every ack must succeed (Acked, AlreadyAcked or SweptMeanwhile) or find the
 // row already swept (ErrNotFound); exactly one ack per file is Acked, and
 // nothing else goes wrong.
 func TestAckRacesSweepAndItself(t *testing.T) {

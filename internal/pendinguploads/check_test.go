@@ -42,20 +42,20 @@ func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 	file := mustStage(t, s, ws, "a.txt")
 	mine := func() *auth.Identity { return auth.TokenIdentity("pu_good-token-of-ws") }
 
-	calls := map[string]func(c *auth.Identity) error{
-		"List": func(c *auth.Identity) error {
+	calls := map[string]func(ctx context.Context, c *auth.Identity) error{
+		"List": func(ctx context.Context, c *auth.Identity) error {
 			_, _, err := s.List(ctx, c, ws, 10, nil)
 			return err
 		},
-		"Fetch": func(c *auth.Identity) error {
+		"Fetch": func(ctx context.Context, c *auth.Identity) error {
 			_, err := s.Fetch(ctx, c, ws, file.FileID, pendinguploads.Want{})
 			return err
 		},
-		"Stage": func(c *auth.Identity) error {
+		"Stage": func(ctx context.Context, c *auth.Identity) error {
 			_, err := s.Stage(ctx, c, ws, []pendinguploads.File{{Content: []byte("x"), Filename: "x.txt"}})
 			return err
 		},
-		"Ack": func(c *auth.Identity) error {
+		"Ack": func(ctx context.Context, c *auth.Identity) error {
 			_, err := s.Ack(ctx, c, ws, file.FileID)
 			return err
 		},
@@ -73,7 +73,7 @@ func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 				{"OtherWorkspace", "pu_token-of-other", auth.ErrNotAllowed},
 			} {
 				rows, acked, fetched := countRows(t, pool, "pending_uploads"), ackedCount(t, pool, file.FileID), fetchedAt(t, pool, file.FileID)
-				if err := call(auth.TokenIdentity(bad.token)); !errors.Is(err, bad.want) {
+				if err := call(ctx, auth.TokenIdentity(bad.token)); !errors.Is(err, bad.want) {
 					t.Fatalf("%s: got %v, want %v", bad.name, err, bad.want)
 				}
 				if countRows(t, pool, "pending_uploads") != rows || ackedCount(t, pool, file.FileID) != acked ||
@@ -81,17 +81,21 @@ func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 					t.Fatalf("%s: the refused call changed a row", bad.name)
 				}
 			}
-			call(mine()) // warm: statements prepared on the connection
+			call(context.Background(), mine()) // warm: statements prepared on the connection
 			tr.trips.Store(0)
 			c := mine()
-			if err := call(c); err != nil {
+			rctx := auth.NewContext(context.Background(), c)
+			if err := call(rctx, c); err != nil {
 				t.Fatal(err)
 			}
 			if n := tr.trips.Load(); n != 1 {
 				t.Fatalf("round trips: got %d, want 1", n)
 			}
-			if c.Kind != auth.Workspace || c.WorkspaceID != ws || c.TokenPrefix != "pu_goo" {
-				t.Fatalf("identity: got %+v", c)
+			if c.Kind != auth.Bearer || c.TokenPrefix != "" {
+				t.Fatalf("presented identity changed: got %+v", c)
+			}
+			if found := auth.FromContext(rctx); found.Kind != auth.Workspace || found.WorkspaceID != ws || found.TokenPrefix != "pu_goo" {
+				t.Fatalf("identity found: got %+v", found)
 			}
 		})
 	}

@@ -53,7 +53,7 @@ func BenchmarkCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	s := pendinguploads.New(pool, blobs, auth.NewTokens(pool), apptest.StoreSettings())
+	s := pendinguploads.New(pool, blobs, apptest.StoreSettings())
 	s.MaxFileBytes = limits.MaxFileBytes
 	ctx := context.Background()
 	ws := uuid.New()

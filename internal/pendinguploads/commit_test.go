@@ -27,7 +27,7 @@ func openBucket(t testing.TB) *pendinguploads.Store {
 	b := s3blobs.NewFromClient(client, bucket)
 	b.MaxSize = limits.MaxFileBytes
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool, b, auth.NewTokens(pool), apptest.StoreSettings())
+	s := pendinguploads.New(pool, b, apptest.StoreSettings())
 	s.MaxFileBytes = limits.MaxFileBytes
 	return s
 }

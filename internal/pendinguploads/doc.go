@@ -27,14 +27,17 @@
 //
 // Where to look, every file: store.go (Store, New, its Settings and the
 // keys it chooses), record.go (Record: a file without its bytes),
-// bucket.go (Bucket: what the Store needs of S3), stage.go (Stage),
-// quota.go (the per-workspace quota Stage and Commit hold), notify.go
-// (the Notifier told of files once stored: push's hints), commit.go
-// (Presign, Commit), multipart.go (Resume and Abort of an upload in
-// parts), fetch.go (Fetch, Open, SignGet), list.go (List and its
-// Cursor), ack.go (Ack), sweep.go (Sweep, and the objects of rows that
-// never committed), backlog.go (Backlog: the sweep's metrics), errors.go
-// (the errors, and which of them mean a dependency is unavailable).
+// bucket.go (Bucket: what the Store needs of S3), roundtrip.go (each
+// call's one round trip, which checks its caller in every statement),
+// tokens.go (the bearer tokens' SQL, Verify), stage.go (Stage), quota.go
+// (the per-workspace quota Stage and Commit hold), notify.go (the
+// Notifier told of files once stored: push's hints), presign.go
+// (Presign), commit.go (Commit), presigned.go (the presigned_uploads rows
+// between them), multipart.go (Resume, Abort of an upload in parts),
+// fetch.go (Fetch, Open, SignGet), list.go (List and its Cursor), ack.go
+// (Ack), sweep.go (Sweep, and the objects of rows that never committed),
+// backlog.go (Backlog: the sweep's metrics), errors.go (the errors, and
+// which of them mean a dependency is unavailable).
 //
 // A Store is safe for concurrent use.
 package pendinguploads

@@ -8,8 +8,6 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // MaxFilenameBytes is the longest filename the schema accepts.
@@ -94,7 +92,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, auth.ErrSchemaChanged) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var pgErr *pgconn.PgError

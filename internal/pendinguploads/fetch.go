@@ -54,27 +54,26 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	// deleted it), the UPDATE re-checks the newest version and skips it:
 	// stamped is then false, and the answer is ErrNotFound rather than a
 	// row without its bytes.
-	check, err := s.check(ctx, id, workspaceID)
+	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
 		return Record{}, err
 	}
-	b := &pgx.Batch{}
-	check.Queue(b)
-	b.Queue(`
+	st := rt.statement()
+	file, ws := st.Arg(fileID), st.Workspace()
+	rt.queue(st, `
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
-		    WHERE file_id = $1 AND workspace_id = $2 AND (acked_at IS NOT NULL OR expires_at > now())
-		      AND (size_bytes > $5 OR ($6 AND s3_key IS NOT NULL))
-		      AND `+check.Guard(4, 2)+`
+		    WHERE file_id = `+file+` AND workspace_id = `+ws+` AND (acked_at IS NOT NULL OR expires_at > now())
+		      AND (size_bytes > `+st.Arg(want.From)+` OR (`+st.Arg(want.Redirect)+` AND s3_key IS NOT NULL))
+		      AND `+callerMayAct+`
 		    RETURNING file_id, fetched_at,
-		              CASE WHEN s3_key IS NULL AND size_bytes <= $3 THEN content END AS content
+		              CASE WHEN s3_key IS NULL AND size_bytes <= `+st.Arg(int64(ChunkBytes))+` THEN content END AS content
 		)
 		SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = $1 AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+check.Guard(4, 2),
-		fileID, workspaceID, int64(ChunkBytes), check.Arg(), want.From, want.Redirect).Query(func(rows pgx.Rows) error {
+		WHERE p.file_id = `+file+` AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+callerMayAct).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
@@ -84,11 +83,8 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		}
 		return rows.Err()
 	})
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return Record{}, s.batchError(fmt.Sprintf("fetch %s", fileID), err)
-	}
-	if err := check.Settle(); err != nil {
-		return Record{}, tokenError(err)
+	if _, err := rt.send(ctx, fmt.Sprintf("fetch %s", fileID)); err != nil {
+		return Record{}, err
 	}
 	if !found {
 		return Record{}, ErrNotFound

@@ -75,29 +75,23 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
-	check, err := s.check(ctx, id, workspaceID)
+	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
 		return nil, nil, err
 	}
-	cols := `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+	st := rt.statement()
+	q := `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
 		       created_at, fetched_at, expires_at
 		FROM pending_uploads
-		WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND ` + check.Guard(3, 1)
-	// One more than asked tells whether another page follows.
-	var q string
-	args := []any{workspaceID, limit + 1, check.Arg()}
-	if after == nil {
-		q = cols + ` ORDER BY created_at, file_id LIMIT $2`
-	} else {
-		q = cols + ` AND (created_at, file_id) > ($4, $5) ORDER BY created_at, file_id LIMIT $2`
-		args = append(args, after.CreatedAt, after.FileID)
+		WHERE workspace_id = ` + st.Workspace() + ` AND acked_at IS NULL AND expires_at > now() AND ` + callerMayAct
+	if after != nil {
+		q += ` AND (created_at, file_id) > (` + st.Arg(after.CreatedAt) + `, ` + st.Arg(after.FileID) + `)`
 	}
-	b := &pgx.Batch{}
-	check.Queue(b)
-	// One more than asked (the next page's sign), scanned in place: no
-	// Record per row on the heap.
+	// One more than asked tells whether another page follows; the rows
+	// are scanned in place: no Record per row on the heap.
+	q += ` ORDER BY created_at, file_id LIMIT ` + st.Arg(limit+1)
 	recs = make([]Record, 0, limit+1)
-	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
+	rt.queue(st, q).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			recs = append(recs, Record{})
 			r := &recs[len(recs)-1]
@@ -110,11 +104,8 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		}
 		return rows.Err()
 	})
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, s.batchError(fmt.Sprintf("list %s", workspaceID), err)
-	}
-	if err := check.Settle(); err != nil {
-		return nil, nil, tokenError(err)
+	if _, err := rt.send(ctx, fmt.Sprintf("list %s", workspaceID)); err != nil {
+		return nil, nil, err
 	}
 	if len(recs) > limit {
 		recs = recs[:limit]

@@ -92,13 +92,13 @@ func openTraced(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool, *statementC
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings()), pool, tr
+	return pendinguploads.New(pool, nil, apptest.StoreSettings()), pool, tr
 }
 
 func open(t *testing.T) (*pendinguploads.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.MustOpen(t)
-	return pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings()), pool
+	return pendinguploads.New(pool, nil, apptest.StoreSettings()), pool
 }
 
 func mustStage(t *testing.T, s *pendinguploads.Store, ws uuid.UUID, name string) pendinguploads.Record {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -18,7 +18,7 @@ import (
 // PUT of each part; a client that lost its connection asks Resume which
 // parts the bucket holds (the bucket's word, never the client's) and gets
 // fresh PUTs for the others; Abort drops it; Commit completes it from the
-// parts the bucket holds, then places and measures the object as for one
+// parts the bucket holds, then copies and measures the object as for one
 // PUT. The bucket's upload id and key never leave the server.
 
 // Errors of the multipart calls.
@@ -37,12 +37,12 @@ var (
 )
 
 // startMultipart starts, in the bucket, the multipart upload of each
-// promise that has parts, and records the bucket's ids: one more round
+// upload that has parts, and records the bucket's ids: one more round
 // trip, for presigns with parts only. On failure the uploads started are
-// aborted, and the promises, which no part can reach, expire.
-func (s *Store) startMultipart(ctx context.Context, promises []promise) error {
+// aborted, and the presigned uploads, which no part can reach, expire.
+func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload) error {
 	var idx []int
-	for i, p := range promises {
+	for i, p := range uploads {
 		if p.multipart() {
 			idx = append(idx, i)
 		}
@@ -53,7 +53,7 @@ func (s *Store) startMultipart(ctx context.Context, promises []promise) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(objectConcurrency)
 	for _, i := range idx {
-		p := &promises[i]
+		p := &uploads[i]
 		g.Go(func() error {
 			id, err := s.bucket.CreateMultipart(gctx, p.stagingKey(), p.contentType(), p.PartSHA256 != nil)
 			if err != nil {
@@ -65,20 +65,14 @@ func (s *Store) startMultipart(ctx context.Context, promises []promise) error {
 	}
 	err := g.Wait()
 	if err == nil {
-		b := &pgx.Batch{}
-		for _, i := range idx {
-			b.Queue(`UPDATE presigned_uploads SET s3_upload_id = $2 WHERE upload_id = $1`, promises[i].UploadID, promises[i].S3UploadID)
-		}
-		if err = s.db.SendBatch(ctx, b).Close(); err != nil {
-			err = wrap("presign: record multipart", err)
-		}
+		err = s.recordMultipartIDs(ctx, caller, workspaceID, uploads, idx)
 	}
 	if err != nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
 		defer cancel()
 		for _, i := range idx {
-			if id := promises[i].S3UploadID; id != "" {
-				_ = s.bucket.AbortMultipart(actx, promises[i].stagingKey(), id)
+			if id := uploads[i].S3UploadID; id != "" {
+				_ = s.bucket.AbortMultipart(actx, uploads[i].stagingKey(), id)
 			}
 		}
 		return err
@@ -86,10 +80,26 @@ func (s *Store) startMultipart(ctx context.Context, promises []promise) error {
 	return nil
 }
 
-// plan is p's multipart plan: the parts the bucket holds (received, as
+// recordMultipartIDs records the bucket's id of each upload uploads[i],
+// i in idx, in one round trip acting for caller.
+func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		st := rt.statement()
+		rt.queue(st, `UPDATE presigned_uploads SET s3_upload_id = `+st.Arg(uploads[i].S3UploadID)+`
+			WHERE upload_id = `+st.Arg(uploads[i].UploadID)+` AND workspace_id = `+st.Workspace()+` AND `+callerMayAct)
+	}
+	_, err = rt.send(ctx, "presign: record multipart")
+	return err
+}
+
+// planParts is p's multipart plan: the parts the bucket holds (received, as
 // ListParts returned them; nil for none yet) and a signed PUT of every
 // other part.
-func (s *Store) plan(ctx context.Context, p promise, received []Part) (*Multipart, error) {
+func (s *Store) planParts(ctx context.Context, p presignedUpload, received []Part) (*Multipart, error) {
 	m := &Multipart{PartBytes: p.PartBytes, PartCount: p.partCount(), Received: received}
 	have := map[int32]bool{}
 	for _, r := range received {
@@ -121,7 +131,7 @@ func (s *Store) plan(ctx context.Context, p promise, received []Part) (*Multipar
 // for an upload that is not this workspace's, or expired;
 // ErrUploadCommitted once committed; ErrNotMultipart for one PUT.
 func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (PresignedPut, error) {
-	p, err := s.openPromise(ctx, id, workspaceID, uploadID)
+	_, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
 		return PresignedPut{}, err
 	}
@@ -137,7 +147,7 @@ func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uplo
 	if err != nil {
 		return PresignedPut{}, wrap("resume: list parts", err)
 	}
-	plan, err := s.plan(ctx, p, received)
+	plan, err := s.planParts(ctx, p, received)
 	if err != nil {
 		return PresignedPut{}, err
 	}
@@ -146,11 +156,11 @@ func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uplo
 }
 
 // Abort drops the presigned upload uploadID of workspaceID (acting for
-// id): its parts (or its object) in the bucket, then its promise, so
+// id): its parts (or its object) in the bucket, then its presigned_uploads row, so
 // that no commit can take it. The same errors as Resume, but for
 // ErrNotMultipart: an upload of one PUT is aborted too.
 func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) error {
-	p, err := s.openPromise(ctx, id, workspaceID, uploadID)
+	caller, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
 		return err
 	}
@@ -162,49 +172,56 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 	if err != nil {
 		return wrap("abort", err)
 	}
-	tag, err := s.db.Exec(ctx, `DELETE FROM presigned_uploads WHERE upload_id = $1 AND workspace_id = $2 AND file_id IS NULL`,
-		uploadID, workspaceID)
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
 	if err != nil {
-		return wrap("abort", err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
+	var deleted int64
+	st := rt.statement()
+	rt.queue(st, `DELETE FROM presigned_uploads
+		WHERE upload_id = `+st.Arg(uploadID)+` AND workspace_id = `+st.Workspace()+` AND file_id IS NULL AND `+callerMayAct,
+	).Exec(func(tag pgconn.CommandTag) error {
+		deleted = tag.RowsAffected()
+		return nil
+	})
+	if _, err := rt.send(ctx, "abort"); err != nil {
+		return err
+	}
+	if deleted == 0 {
 		return ErrUploadCommitted // a commit took it meanwhile
 	}
 	return nil
 }
 
-// openPromise looks up an uncommitted, unexpired presigned upload of
-// workspaceID for id, in one round trip with id's check.
-func (s *Store) openPromise(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (promise, error) {
+// openPresigned looks up an uncommitted, unexpired presigned upload of
+// workspaceID for id, in one round trip with id's check, and returns who
+// the call acts as (the round trip's verdict) beside it.
+func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (*auth.Identity, presignedUpload, error) {
 	if s.bucket == nil {
-		return promise{}, ErrNoBucket
+		return nil, presignedUpload{}, ErrNoBucket
 	}
-	check, err := s.check(ctx, id, workspaceID)
+	caller, uploads, err := s.lookupPresigned(ctx, id, workspaceID, []uuid.UUID{uploadID})
 	if err != nil {
-		return promise{}, err
+		return nil, presignedUpload{}, err
 	}
-	promised, err := s.lookupPromises(ctx, check, workspaceID, []uuid.UUID{uploadID})
-	if err != nil {
-		return promise{}, err
-	}
-	p, ok := promised[uploadID]
+	p, ok := uploads[uploadID]
 	switch {
 	case !ok:
-		return promise{}, ErrUploadNotFound
+		return nil, presignedUpload{}, ErrUploadNotFound
 	case p.committed():
-		return promise{}, ErrUploadCommitted
+		return nil, presignedUpload{}, ErrUploadCommitted
 	case p.multipart() && p.S3UploadID == "":
-		return promise{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
+		return nil, presignedUpload{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
 	}
-	return p, nil
+	return caller, p, nil
 }
 
-// complete assembles p's multipart upload from the parts the bucket
+// completeMultipart assembles p's multipart upload from the parts the bucket
 // holds, which must be every part, each of its size: else a
 // *NotReceivedError naming what is missing. An upload the bucket no
 // longer has was completed before (a commit whose answer was lost), or
-// aborted: place then finds its object, or not.
-func (s *Store) complete(ctx context.Context, p promise) error {
+// aborted: copyAndMeasure then finds its object, or not.
+func (s *Store) completeMultipart(ctx context.Context, p presignedUpload) error {
 	parts, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
 	if errors.Is(err, ErrBlobNotFound) {
 		return nil

@@ -33,7 +33,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
+			s := pendinguploads.New(pool, nil, apptest.StoreSettings())
 			s.MaxFileBytes = limits.MaxFileBytes
 			ws := uuid.New()
 			mustExec(t, pool, `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, ws)

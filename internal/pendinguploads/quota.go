@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // The per-workspace quota: what one workspace may have waiting, unacked
@@ -55,43 +52,39 @@ func (s *Store) quotaFor(files, bytes int64) *quota {
 	return q
 }
 
-// pendingSQL counts what workspace $1 has waiting.
-const pendingSQL = `
-	SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
-	WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now()`
-
-// queue adds to b, for a call on workspaceID checked by check: with lock,
-// the workspace's lock (held to the end of the batch's transaction, taken
-// only for an identity allowed on the workspace), then the count of what
-// waits, which the refusal reports. The statement that stores must carry
-// cond, which counts again in its own snapshot, after the lock.
-func (q *quota) queue(b *pgx.Batch, check *auth.Check, workspaceID uuid.UUID, lock bool) {
+// queue adds to rt: with lock, the workspace's lock (held to the end of
+// the batch's transaction, taken only for a caller allowed on the
+// workspace), then the count of what waits, which the refusal reports.
+// The statement that stores must carry cond, which counts again in its
+// own snapshot, after the lock.
+func (q *quota) queue(rt *roundTrip, lock bool) {
 	if q == nil {
 		return
 	}
 	if lock {
 		// A transaction-level advisory lock per workspace: concurrent
 		// stages of one workspace count one after the other.
-		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7226)) WHERE `+check.Guard(2, 1),
-			workspaceID, check.Arg())
+		st := rt.statement()
+		rt.queue(st, `SELECT pg_advisory_xact_lock(hashtextextended(`+st.Workspace()+`::text, 7226)) WHERE `+callerMayAct)
 	}
-	b.Queue(pendingSQL+` AND `+check.Guard(2, 1), workspaceID, check.Arg()).QueryRow(func(row pgx.Row) error {
+	st := rt.statement()
+	rt.queue(st, `
+		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
+		WHERE workspace_id = `+st.Workspace()+` AND acked_at IS NULL AND expires_at > now() AND `+callerMayAct).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
 }
 
-// cond is the SQL condition that the call fits the quota, for a
-// statement whose parameter wsArg is the workspace, over its own
-// parameters from first on (args); "" and none without a quota.
-func (q *quota) cond(wsArg, first int) (string, []any) {
+// cond is the SQL condition, over st's parameters, that the call fits
+// the quota; "" without a quota.
+func (q *quota) cond(st *statement) string {
 	if q == nil {
-		return "", nil
+		return ""
 	}
-	return fmt.Sprintf(`(SELECT count(*) + $%[2]d::bigint <= $%[3]d::bigint AND coalesce(sum(size_bytes), 0) + $%[4]d::bigint <= $%[5]d::bigint
-		FROM pending_uploads WHERE workspace_id = $%[1]d AND acked_at IS NULL AND expires_at > now())`,
-			wsArg, first, first+1, first+2, first+3),
-		[]any{q.files, q.maxFiles, q.bytes, q.maxBytes}
+	return `(SELECT count(*) + ` + st.Arg(q.files) + `::bigint <= ` + st.Arg(q.maxFiles) + `::bigint
+		    AND coalesce(sum(size_bytes), 0) + ` + st.Arg(q.bytes) + `::bigint <= ` + st.Arg(q.maxBytes) + `::bigint
+		FROM pending_uploads WHERE workspace_id = ` + st.Workspace() + ` AND acked_at IS NULL AND expires_at > now())`
 }
 
 // refusal is the QuotaError the measured counts show, or nil when the
@@ -109,8 +102,8 @@ func (q *quota) refusal() error {
 	return nil
 }
 
-// and joins SQL conditions, skipping empty ones.
-func and(conds ...string) string {
+// allOf joins SQL conditions with AND, skipping empty ones.
+func allOf(conds ...string) string {
 	out := ""
 	for _, c := range conds {
 		if c == "" {

@@ -46,9 +46,44 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	if len(files) == 0 {
 		return nil, nil
 	}
-	recs := make([]Record, len(files))
-	contents := make([][]byte, len(files))
-	toBucket := false
+	recs, contents, toBucket, err := s.newRecords(workspaceID, files)
+	if err != nil {
+		return nil, err
+	}
+	q := s.quotaFor(int64(len(recs)), total(recs))
+	caller := id
+	if toBucket {
+		// Nothing goes to the bucket for a caller not allowed, nor over
+		// the quota: both checked first, in a round trip of their own.
+		if caller, err = s.precheck(ctx, id, q, workspaceID); err != nil {
+			return nil, err
+		}
+		if err := s.writeObjects(ctx, files, recs); err != nil {
+			return nil, err
+		}
+	}
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		s.discard(ctx, recs)
+		return nil, err
+	}
+	q.queue(rt, true)
+	st := rt.statement()
+	ins := queueInsert(ctx, rt, st, s.TTL, recs, contents, q.cond(st))
+	if err := s.finish(ctx, rt, ins, q, recs); err != nil {
+		return nil, err
+	}
+	s.notify(ctx, workspaceID, recs)
+	return recs, nil
+}
+
+// newRecords returns the records of files, new to workspaceID, and
+// beside each the bytes its row holds (nil for a file the bucket holds);
+// toBucket says whether any goes to the bucket. A file too large for a row
+// without a bucket is ErrNoBucket, inside an *ItemError.
+func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, contents [][]byte, toBucket bool, err error) {
+	recs = make([]Record, len(files))
+	contents = make([][]byte, len(files))
 	for i, f := range files {
 		sum := sha256.Sum256(f.Content)
 		recs[i] = Record{FileID: uuid.New(), WorkspaceID: workspaceID, Filename: f.Filename,
@@ -58,36 +93,12 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 			continue
 		}
 		if s.bucket == nil {
-			return nil, &ItemError{Index: i, Err: ErrNoBucket}
+			return nil, nil, false, &ItemError{Index: i, Err: ErrNoBucket}
 		}
 		recs[i].s3Key = objectKey(workspaceID, recs[i].FileID)
 		toBucket = true
 	}
-	check, err := s.check(ctx, id, workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	q := s.quotaFor(int64(len(recs)), total(recs))
-	if toBucket {
-		// Nothing goes to the bucket for a caller not allowed, nor over
-		// the quota: both checked first, in a round trip of their own.
-		if err := s.precheck(ctx, check, q, workspaceID); err != nil {
-			return nil, err
-		}
-		if err := s.writeObjects(ctx, files, recs); err != nil {
-			return nil, err
-		}
-	}
-	b := &pgx.Batch{}
-	check.Queue(b)
-	q.queue(b, check, workspaceID, true)
-	cond, args := q.cond(1, 5)
-	ins := queueInsert(ctx, b, check, workspaceID, s.TTL, recs, contents, cond, args...)
-	if err := s.finish(ctx, b, check, ins, q, recs); err != nil {
-		return nil, err
-	}
-	s.notify(ctx, workspaceID, recs)
-	return recs, nil
+	return recs, contents, toBucket, nil
 }
 
 // total is the size of recs' files.
@@ -99,45 +110,39 @@ func total(recs []Record) int64 {
 	return n
 }
 
-// precheck checks, in one round trip, that check's identity may act on
-// workspaceID and that q fits what waits there now (without the
-// workspace's lock: the batch that stores checks it again, exactly).
-func (s *Store) precheck(ctx context.Context, check *auth.Check, q *quota, workspaceID uuid.UUID) error {
-	b := &pgx.Batch{}
-	check.Queue(b)
-	q.queue(b, check, workspaceID, false)
-	if b.Len() == 0 {
-		return nil
+// precheck checks, in one round trip, that id may act on workspaceID and
+// that q fits what waits there now (without the workspace's lock: the
+// batch that stores checks it again, exactly). It returns who the call
+// acts as (send's verdict).
+func (s *Store) precheck(ctx context.Context, id *auth.Identity, q *quota, workspaceID uuid.UUID) (*auth.Identity, error) {
+	rt, err := s.roundTrip(ctx, id, workspaceID)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return s.batchError("check", err)
+	q.queue(rt, false)
+	caller, err := rt.send(ctx, "check")
+	if err != nil {
+		return nil, err
 	}
-	if err := check.Settle(); err != nil {
-		return tokenError(err)
-	}
-	return q.refusal()
+	return caller, q.refusal()
 }
 
-// finish sends a staging batch (Stage's or Commit's) and settles it:
+// finish sends a staging round trip (Stage's or Commit's) and settles it:
 // the rows are stored, or nothing is, and then the objects written for
 // recs are deleted when that is certain. When the batch ran and stored
-// nothing though the token check passed: a *QuotaError when q refused it,
+// nothing though the caller was allowed: a *QuotaError when q refused it,
 // else errClaimLost (Commit's claim could not take its uploads).
-func (s *Store) finish(ctx context.Context, b *pgx.Batch, check *auth.Check, ins *inserted, q *quota, recs []Record) error {
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quota, recs []Record) error {
+	if _, err := rt.send(ctx, "stage"); err != nil {
 		// The batch was its own transaction: if its answer was lost it
 		// may have committed, and then the objects must stay; the sweep
 		// deletes them if it did not (markOrphans).
-		if commitOutcomeUnknown(err) {
+		if !refused(err) && commitOutcomeUnknown(err) {
 			s.markOrphans(ctx, recs)
 		} else {
 			s.discard(ctx, recs)
 		}
-		return s.batchError("stage", err)
-	}
-	if err := check.Settle(); err != nil {
-		s.discard(ctx, recs)
-		return tokenError(err)
+		return err
 	}
 	switch ins.n {
 	case len(recs):
@@ -167,11 +172,11 @@ type inserted struct {
 	n        int
 }
 
-// queueInsert queues the INSERT of recs (the bytes of an inline one in
-// contents, nil for one in the bucket) and of their activity rows, as one
-// statement, guarded by check; the rows' created_at and expires_at come
-// back into recs. With extra, a further condition over its own parameters
-// from $5 on (args), the statement inserts only when it holds. Each file
+// queueInsert queues on rt, as statement st, the INSERT of recs (the
+// bytes of an inline one in contents, nil for one in the bucket) and of
+// their activity rows, as one statement; the rows' created_at and
+// expires_at come back into recs. With extra, a further condition over
+// st's parameters, the statement inserts only when it holds. Each file
 // is a VALUES row of its own parameters: its bytes go to Postgres as one
 // bytea, not inside an array Postgres would take apart again.
 //
@@ -182,10 +187,10 @@ type inserted struct {
 // and must not then store the files a retrying client stages again. (A
 // freeze in the instant between the server's commit and its answer still
 // leaves the outcome unknown; nothing can close that.)
-func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspaceID uuid.UUID, ttl time.Duration,
-	recs []Record, contents [][]byte, extra string, args ...any) *inserted {
+func queueInsert(ctx context.Context, rt *roundTrip, st *statement, ttl time.Duration,
+	recs []Record, contents [][]byte, extra string) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
-	params := append([]any{workspaceID, ttl.Microseconds(), check.Arg(), ins.deadline}, args...)
+	ws, deadline := st.Workspace(), st.Arg(ins.deadline)
 	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -193,33 +198,28 @@ func queueInsert(ctx context.Context, b *pgx.Batch, check *auth.Check, workspace
 		if r.s3Key != "" {
 			key = &r.s3Key
 		}
-		n := len(params)
-		rows[i] = fmt.Sprintf("($%d::uuid, $%d::bytea, $%d::text, $%d::bigint, $%d::bytea, $%d::text, $%d::text)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7)
-		params = append(params, r.FileID.String(), contents[i], key, r.SizeBytes, r.SHA256, r.Filename, r.Mimetype)
+		rows[i] = "(" + st.Arg(r.FileID.String()) + "::uuid, " + st.Arg(contents[i]) + "::bytea, " + st.Arg(key) + "::text, " +
+			st.Arg(r.SizeBytes) + "::bigint, " + st.Arg(r.SHA256) + "::bytea, " + st.Arg(r.Filename) + "::text, " + st.Arg(r.Mimetype) + "::text)"
 		ins.recs[r.FileID] = r
 	}
-	if extra != "" {
-		extra = " AND " + extra
-	}
-	b.Queue(`
+	rt.queue(st, `
 		WITH ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		    SELECT v.file_id, $1, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
-		           now(), now() + $2::bigint * interval '1 microsecond'
+		    SELECT v.file_id, `+ws+`, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
+		           now(), now() + `+st.Arg(ttl.Microseconds())+`::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE ($4::timestamptz IS NULL OR now() <= $4) AND `+check.Guard(3, 1)+extra+`
+		    WHERE `+allOf(`(`+deadline+`::timestamptz IS NULL OR now() <= `+deadline+`)`, callerMayAct, extra)+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
-		    SELECT $1, 'a2a_receive', 'chat_upload_receive', $1, 'chat_upload_receive: ' || filename, 'ok',
+		    SELECT `+ws+`, 'a2a_receive', 'chat_upload_receive', `+ws+`, 'chat_upload_receive: ' || filename, 'ok',
 		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
-		                              'uri', 'platform-pending:' || $1::text || '/' || file_id::text)
+		                              'uri', 'platform-pending:' || `+ws+`::text || '/' || file_id::text)
 		    FROM ins
 		)
-		SELECT file_id, created_at, expires_at FROM ins`, params...,
+		SELECT file_id, created_at, expires_at FROM ins`,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id uuid.UUID
@@ -338,35 +338,4 @@ func validateFile(size int64, filename string, fileCap int64) error {
 		return ErrFilenameTooLong
 	}
 	return nil
-}
-
-// check returns the check of id for a call on workspaceID.
-func (s *Store) check(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID) (*auth.Check, error) {
-	c, err := s.tokens.For(ctx, id, workspaceID)
-	if err != nil {
-		return nil, wrap("token check", err)
-	}
-	return c, nil
-}
-
-// batchError wraps the error of a batch that carried a token look-up or
-// guard, as wrap does; when the batch met a relation, column or function
-// that is gone (the platform's token tables changed under the service),
-// the tokens read the schema again at the next call and this one is
-// ErrUnavailable: 503, and the retry is checked against the tables as
-// they are now, never a 500 for every caller until a restart.
-func (s *Store) batchError(op string, err error) error {
-	if s.tokens.SchemaChanged(err) {
-		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
-	}
-	return wrap(op, err)
-}
-
-// tokenError passes a token's refusal through as it is, and wraps a
-// failed look-up.
-func tokenError(err error) error {
-	if errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed) {
-		return err
-	}
-	return wrap("token check", err)
 }

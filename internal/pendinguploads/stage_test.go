@@ -273,7 +273,7 @@ func TestStageInExecMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
+			s := pendinguploads.New(pool, nil, apptest.StoreSettings())
 			ctx := context.Background()
 			ws := uuid.New()
 			files := []pendinguploads.File{{Content: []byte{0, 1, 2, 0xff}, Filename: "a.bin"}, {Content: []byte("b"), Filename: "b \"quoted\" 'name'.txt", Mimetype: "text/plain"}}

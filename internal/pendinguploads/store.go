@@ -10,8 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
@@ -55,7 +53,7 @@ type Settings struct {
 // Store is then safe for concurrent use.
 type Store struct {
 	db     DB
-	tokens *auth.Tokens
+	tokens *tokens // the bearer tokens' SQL, over db
 	// bucket, when set, holds files larger than InlineMaxBytes and takes
 	// presigned uploads. Nil keeps every file inline in Postgres.
 	bucket Bucket
@@ -79,15 +77,17 @@ func (s *Store) logger() *slog.Logger {
 }
 
 // New returns a Store over db and, unless bucket is nil, that bucket,
-// checking the identities its calls act for through tokens (over the same
-// database), with settings. It does no I/O.
-func New(db DB, bucket Bucket, tokens *auth.Tokens, settings Settings) *Store {
-	return &Store{db: db, bucket: bucket, tokens: tokens, Settings: settings, Now: time.Now}
+// with settings. It checks the identities its calls act for in the same
+// database (tokens.go). It does no I/O.
+func New(db DB, bucket Bucket, settings Settings) *Store {
+	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
+	s.tokens = &tokens{db: db, logger: s.logger}
+	return s
 }
 
-// Presigns reports whether the Store has a bucket, and so offers
+// HasBucket reports whether the Store has a bucket, and so offers
 // presigned uploads (Presign, Commit) and redirects (SignGet).
-func (s *Store) Presigns() bool { return s.bucket != nil }
+func (s *Store) HasBucket() bool { return s.bucket != nil }
 
 // FileCap is the per-file cap in force.
 func (s *Store) FileCap() int64 { return s.MaxFileBytes }

@@ -237,3 +237,21 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 	// sweep fails, so it shows in the metrics and the alarm.
 	return int(tag.RowsAffected()), refusedErr
 }
+
+// sweepPresigned deletes expired presigned uploads, in batches.
+func (s *Store) sweepPresigned(ctx context.Context) (int, error) {
+	total := 0
+	for i := 0; i < maxSweepBatches; i++ {
+		tag, err := s.db.Exec(ctx, `
+			DELETE FROM presigned_uploads WHERE upload_id IN (
+			    SELECT upload_id FROM presigned_uploads WHERE expires_at < now() LIMIT $1)`, s.SweepBatch)
+		if err != nil {
+			return total, wrap("sweep presigned", err)
+		}
+		total += int(tag.RowsAffected())
+		if int(tag.RowsAffected()) < s.SweepBatch {
+			break
+		}
+	}
+	return total, nil
+}

@@ -79,7 +79,7 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 			ctx := context.Background()
 			db := &faultyDB{Pool: pgtest.MustOpen(t)}
 			blobs := &faultyBlobs{Bucket: s3blobs.NewFromClient(client, bucket)}
-			s := pendinguploads.New(db, blobs, auth.NewTokens(db), apptest.StoreSettings())
+			s := pendinguploads.New(db, blobs, apptest.StoreSettings())
 			s.InlineMaxBytes = 1
 			ws := uuid.New()
 			var keys []string

@@ -9,15 +9,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-// Verifier checks a bearer identity against a workspace: auth.Tokens
-// (and auth.Authenticator) are one, with the API's own look-up.
+// Verifier checks a bearer identity against a workspace, returning the
+// identity found: pendinguploads.Store is one, with the API's own
+// look-up.
 type Verifier interface {
-	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error
+	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error)
 }
 
-var _ Verifier = (*auth.Tokens)(nil)
+var _ Verifier = (*pendinguploads.Store)(nil)
 
 // ErrRefused is returned by Allow for credentials that may not subscribe:
 // a username that is not a workspace id, a client id that is not that
@@ -57,7 +59,7 @@ func Allow(ctx context.Context, v Verifier, c Credentials) (uuid.UUID, error) {
 		return uuid.Nil, fmt.Errorf("%w: no token", ErrRefused)
 	}
 	id := auth.TokenIdentity(tok)
-	switch err := v.Verify(ctx, id, &ws); {
+	switch _, err := v.Verify(ctx, id, &ws); {
 	case errors.Is(err, auth.ErrInvalid), errors.Is(err, auth.ErrNotAllowed):
 		return uuid.Nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	case err != nil:

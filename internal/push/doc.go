@@ -14,7 +14,7 @@
 // same check (Allow) on connect and on subscribe.
 //
 // The check is the API's: the MQTT username is the workspace's id, the
-// password a token allowed on it (auth.Tokens.Verify, the same look-up
+// password a token allowed on it (pendinguploads.Store.Verify, the same look-up
 // by SHA-256), and such a connection may subscribe to Topic(workspace)
 // only, and publish nowhere.
 package push

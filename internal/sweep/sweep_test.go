@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // the same on its line.
 func TestRunReportsBacklog(t *testing.T) {
 	pool := pgtest.MustOpen(t)
-	s := pendinguploads.New(pool, nil, auth.NewTokens(pool), apptest.StoreSettings())
+	s := pendinguploads.New(pool, nil, apptest.StoreSettings())
 	ctx := context.Background()
 	ws := uuid.New()
 	var wantBytes int64

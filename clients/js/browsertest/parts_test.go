@@ -443,7 +443,7 @@ func TestBrowserClientInParts(t *testing.T) {
 			t.Errorf("after an abort: %d incomplete multipart uploads in the bucket", len(left))
 		}
 		if n := count(t, srv, `SELECT count(*) FROM presigned_uploads WHERE workspace_id = $1`, wsAbort); n != 0 {
-			t.Errorf("after an abort: %d presigned uploads (promises) left", n)
+			t.Errorf("after an abort: %d presigned uploads left", n)
 		}
 		if u, a := rowsOf(t, srv, wsAbort); u != 0 || a != 0 {
 			t.Errorf("after an abort: %d uploads, %d activity rows; want none", u, a)

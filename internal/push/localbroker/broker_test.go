@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func serve(t *testing.T) (*apptest.Server, *localbroker.Broker) {
 	t.Helper()
 	srv := apptest.NewServer(t, apptest.Options{})
-	b, err := localbroker.Start("127.0.0.1:0", auth.NewTokens(srv.App.DB), slog.New(slog.DiscardHandler))
+	b, err := localbroker.Start("127.0.0.1:0", srv.Store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPushTokenOfAnotherWorkspaceIsRefused(t *testing.T) {
 	}
 
 	revoked := srv.WorkspaceToken(t, a)
-	if _, err := auth.RevokeToken(context.Background(), srv.Pool, a, revoked); err != nil {
+	if _, err := admin.RevokeToken(context.Background(), srv.Pool, a, revoked); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, user, pass, id string }{
@@ -191,7 +191,7 @@ func TestPushHintNamesNoFile(t *testing.T) {
 // a replayed commit stores nothing and hints nothing.
 func TestPushHintOfACommit(t *testing.T) { // S3 sets the environment: not parallel
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MAX_REQUEST_BYTES": "1024", "INLINE_MAX_BYTES": "512"}})
-	b, err := localbroker.Start("127.0.0.1:0", auth.NewTokens(srv.App.DB), slog.New(slog.DiscardHandler))
+	b, err := localbroker.Start("127.0.0.1:0", srv.Store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/app"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
@@ -172,7 +172,7 @@ func (s *Server) WorkspaceToken(tb testing.TB, ws uuid.UUID) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tok, _, err := auth.CreateToken(ctx, s.Pool, ws)
+	tok, _, err := admin.CreateToken(ctx, s.Pool, ws)
 	if err != nil {
 		tb.Fatalf("apptest: token: %v", err)
 	}

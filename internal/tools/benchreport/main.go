@@ -193,7 +193,7 @@ func report(w io.Writer, r results, took time.Duration, rtt string) {
 				verdict(ratio <= c.target, fmt.Sprintf("by %.0f%% over %.1fx", (ratio/c.target-1)*100, c.target)))
 		}
 	}
-	p("  (a commit is 2 round trips: the token and the promises before the bucket is touched, then one\n   transaction; see the commit section. TestRoundTripsPerRequest holds every count.)\n")
+	p("  (a commit is 2 round trips: the token and the presigned uploads before the bucket is touched, then one\n   transaction; see the commit section. TestRoundTripsPerRequest holds every count.)\n")
 
 	p("\nFloor: the service over loopback HTTP vs the least net/http code running the same SQL on the same\n")
 	p("pool (BenchmarkFloor), the three servers called in turn, one keep-alive client, real TCP; service = the\n")

@@ -46,6 +46,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	tokenadmin "github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/localpg"
 )
@@ -128,7 +129,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	for i := range wss {
 		wss[i] = workspace{id: uuid.New(), token: admin}
 		if db != nil {
-			tok, _, err := auth.CreateToken(ctx, db, wss[i].id)
+			tok, _, err := tokenadmin.CreateToken(ctx, db, wss[i].id)
 			if err != nil {
 				return fmt.Errorf("workspace token: %w", err)
 			}

@@ -1,17 +1,153 @@
-package auth_test
+package pendinguploads_test
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
+
+// The look-up of bearer tokens (tokens.go), through Store.Verify: the
+// same SQL a store call's round trip carries.
+
+// identify is Identify then, for a bearer, the store's Verify for ws, in
+// a request's context: who the request acts as.
+func identify(ctx context.Context, a *auth.Authenticator, s *pendinguploads.Store, r *http.Request, ws uuid.UUID) (*auth.Identity, error) {
+	id, err := a.Identify(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Verify(auth.NewContext(ctx, id), id, &ws)
+}
+
+func bearer(tok string) *http.Request {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
+}
+
+const adminToken = "an-admin-token-of-some-length"
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.MustOpen(t)
+	s := pendinguploads.New(pool, nil, apptest.StoreSettings())
+	a, err := auth.NewAuthenticator(adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := uuid.New()
+	tok, info, err := admin.CreateToken(ctx, pool, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := pool.QueryRow(ctx, `SELECT token_hash FROM workspace_auth_tokens WHERE id = $1`, info.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) == tok || len(stored) != 32 || !strings.HasPrefix(tok, info.Prefix) {
+		t.Fatalf("stored %x for token prefix %s: want only its SHA-256", stored, info.Prefix)
+	}
+
+	t.Run("Admin", func(t *testing.T) {
+		id, err := identify(ctx, a, s, bearer(adminToken), uuid.New())
+		if err != nil || id.Kind != auth.Admin || !id.Trusted() {
+			t.Fatalf("got %+v, %v", id, err)
+		}
+	})
+	t.Run("Workspace", func(t *testing.T) {
+		id, err := identify(ctx, a, s, bearer(tok), ws)
+		if err != nil || id.Kind != auth.Workspace || id.WorkspaceID != ws || id.Trusted() || id.TokenPrefix != info.Prefix {
+			t.Fatalf("got %+v, %v", id, err)
+		}
+	})
+	t.Run("ErrNotAllowed", func(t *testing.T) {
+		if _, err := identify(ctx, a, s, bearer(tok), uuid.New()); !errors.Is(err, auth.ErrNotAllowed) {
+			t.Fatalf("another workspace: got %v, want ErrNotAllowed", err)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, bad := range []string{adminToken + "x", tok + "x", "pu_nope", strings.Repeat("a", 600)} {
+			if _, err := identify(ctx, a, s, bearer(bad), ws); !errors.Is(err, auth.ErrInvalid) {
+				t.Fatalf("%q: got %v, want ErrInvalid", bad, err)
+			}
+		}
+	})
+	t.Run("Revoked", func(t *testing.T) {
+		if n, err := admin.RevokeToken(ctx, pool, ws, info.Prefix); err != nil || n != 1 {
+			t.Fatalf("revoke: %d, %v", n, err)
+		}
+		if _, err := identify(ctx, a, s, bearer(tok), ws); !errors.Is(err, auth.ErrInvalid) {
+			t.Fatalf("revoked token: got %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("StampIsBestEffort", func(t *testing.T) {
+		// A read-only session cannot stamp last_used_at; the token still works.
+		tok2, _, err := admin.CreateToken(ctx, pool, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE workspace_auth_tokens SET last_used_at = NULL`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `ALTER DATABASE `+currentDB(t, pool)+` SET default_transaction_read_only = on`); err != nil {
+			t.Fatal(err)
+		}
+		pool.Reset() // new connections pick the setting up
+		rctx := auth.NewContext(ctx, auth.TokenIdentity(tok2))
+		if _, err := s.Verify(rctx, auth.TokenIdentity(tok2), &ws); err != nil {
+			t.Fatalf("read-only database: got %v, want the token accepted", err)
+		}
+		stamp := auth.TakeStamp(rctx)
+		if stamp == nil {
+			t.Fatal("no stamp due for a token never used")
+		}
+		stamp(ctx) // fails, logged
+	})
+}
+
+// TestVerifyFailsClosed: a database that cannot answer is an error, never
+// an accepted token.
+func TestVerifyFailsClosed(t *testing.T) {
+	pool := pgtest.MustOpen(t)
+	a, err := auth.NewAuthenticator(adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pendinguploads.New(pool, nil, apptest.StoreSettings())
+	pool.Close()
+	id, err := a.Identify(bearer("pu_some-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := uuid.New()
+	ctx := auth.NewContext(context.Background(), id)
+	_, err = s.Verify(ctx, id, &ws)
+	if err == nil || errors.Is(err, auth.ErrInvalid) || id.Kind != auth.Bearer || auth.FromContext(ctx) != id {
+		t.Fatalf("closed pool: got %v (kind %v), want a database error and the token unresolved", err, id.Kind)
+	}
+}
+
+func currentDB(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var name string
+	if err := pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return pgx.Identifier{name}.Sanitize()
+}
 
 // orgTrees is two orgs on the platform's database: org 1's root is the
 // UUID v5 of a control-plane org UUID (as the platform names the root it
@@ -98,10 +234,11 @@ func TestOrgTokens(t *testing.T) {
 	o.mint("org_revoked", nil, "revoked")
 	o.mint("org_expired", &o.root1, "expired")
 	o.mint("org_nowhere", &o.unknownToThePlatform, "")
-	a, err := auth.NewAuthenticator(auth.NewTokens(o.platformPool), admin)
+	a, err := auth.NewAuthenticator(adminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := pendinguploads.New(o.platformPool, nil, apptest.StoreSettings())
 	cases := []struct {
 		token string
 		ws    uuid.UUID
@@ -126,7 +263,7 @@ func TestOrgTokens(t *testing.T) {
 		{"org_expired", o.grand1, auth.ErrInvalid},
 	}
 	for _, c := range cases {
-		id, err := identify(ctx, a, bearer(c.token), c.ws)
+		id, err := identify(ctx, a, s, bearer(c.token), c.ws)
 		if !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 			t.Errorf("%s on %s: got %v, want %v", c.token, c.ws, err, c.want)
 			continue
@@ -137,11 +274,16 @@ func TestOrgTokens(t *testing.T) {
 	}
 
 	t.Run("StampsLastUsedAt", func(t *testing.T) {
-		id, err := identify(ctx, a, bearer("org_root2"), o.child2)
-		if err != nil {
+		id := auth.TokenIdentity("org_root2")
+		rctx := auth.NewContext(ctx, id)
+		if _, err := s.Verify(rctx, id, &o.child2); err != nil {
 			t.Fatal(err)
 		}
-		a.StampIfDue(ctx, id)
+		stamp := auth.TakeStamp(rctx)
+		if stamp == nil {
+			t.Fatal("no stamp due for a token never used")
+		}
+		stamp(ctx)
 		var stamped bool
 		sum := sha256.Sum256([]byte("org_root2"))
 		if err := o.platformPool.QueryRow(ctx, `SELECT last_used_at IS NOT NULL FROM org_api_tokens WHERE token_hash = $1`, sum[:]).Scan(&stamped); err != nil || !stamped {
@@ -151,11 +293,8 @@ func TestOrgTokens(t *testing.T) {
 	t.Run("WithoutTheTable", func(t *testing.T) {
 		// The service alone: no org_api_tokens, so org tokens do not exist.
 		pool := pgtest.MustOpen(t)
-		a, err := auth.NewAuthenticator(auth.NewTokens(pool), admin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := identify(ctx, a, bearer("org_unanchored"), o.grand1); !errors.Is(err, auth.ErrInvalid) {
+		s := pendinguploads.New(pool, nil, apptest.StoreSettings())
+		if _, err := identify(ctx, a, s, bearer("org_unanchored"), o.grand1); !errors.Is(err, auth.ErrInvalid) {
 			t.Fatalf("got %v, want ErrInvalid", err)
 		}
 	})

@@ -1,13 +1,15 @@
-package auth
+package pendinguploads
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
@@ -27,16 +29,15 @@ func TestLookupPlansStaySmall(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&jitAbove); err != nil {
 		t.Fatal(err)
 	}
-	tokens := NewTokens(pool)
+	tokens := &tokens{db: pool, logger: slog.Default}
 	s, err := tokens.readSchema(ctx)
 	if err != nil || !s.orgTokens || !s.uuidv5 {
 		t.Fatalf("platform schema read as %+v, %v: want org tokens and UUID v5", s, err)
 	}
-	c := &Check{id: TokenIdentity("some-token"), schema: s}
-	hash, ws := c.id.hash, uuid.New()
+	hash, ws := auth.TokenIdentity("some-token").TokenHash(), uuid.New()
 	for name, q := range map[string]string{
 		"lookup": s.lookupSQL(),
-		"guard":  `SELECT 1 FROM pending_uploads WHERE workspace_id = $2 AND ` + c.Guard(1, 2),
+		"guard":  `SELECT 1 FROM pending_uploads WHERE workspace_id = $2 AND ` + s.mayActSQL("$1", "$2"),
 	} {
 		var plan []struct {
 			Plan struct {
