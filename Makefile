@@ -29,8 +29,8 @@ run-s3:
 test: check-tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
 
 # check-tools: the machine has what the tests run on; a missing Debian
-# package stops make test with the apt-get line to run, and is installed
-# only when asked: INSTALL=1, or CI=true (.ci/run). tools installs.
+# package is installed, named first, so that make test works on a fresh
+# machine; INSTALL=0 make test stops with the apt-get line instead.
 check-tools:
 	@./scripts/ensure-tools.sh
 

@@ -5,10 +5,11 @@
 # moto and cfn-lint (pip), and playwright-core (npm ci in clients/js, never
 # a browser download). Prints what it uses.
 #
-# It installs Debian packages only when asked: INSTALL=1 (make tools), or
-# CI=true (a fresh CI machine, .ci/run). Otherwise a missing package stops
-# it with the one apt-get line to run. moto and cfn-lint are reported, not
-# installed (pip cannot reach PyPI on every machine).
+# It installs the missing Debian packages, saying first which and why, so
+# that make test works on a fresh machine (CI's included); INSTALL=0
+# declines: a missing package then stops it with the one apt-get line to
+# run. moto and cfn-lint are reported, not installed (pip cannot reach
+# PyPI on every machine).
 #
 # PYTHON and CHROMIUM name the binaries it checks (default /usr/bin/python3
 # and /usr/bin/chromium: the ones the tests run).
@@ -42,13 +43,13 @@ command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 pkgs="${pkgs# }"
 
 if [ -n "$pkgs" ]; then
-  if [ "${INSTALL:-}" != 1 ] && [ "${CI:-}" != true ]; then
+  if [ "${INSTALL:-1}" = 0 ]; then
     echo "ensure-tools: missing Debian packages: $pkgs. Install them with:" >&2
     echo "  sudo apt-get install -y $pkgs" >&2
-    echo "or let make do it: make tools (INSTALL=1 make test installs too)" >&2
+    echo "or let make do it: make tools (or make test without INSTALL=0)" >&2
     exit 1
   fi
-  echo "ensure-tools: installing Debian packages: $pkgs" >&2
+  echo "ensure-tools: the tests run on Debian packages this machine lacks; installing them now: $pkgs (INSTALL=0 declines)" >&2
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   # A failed install is told by the checks below.
