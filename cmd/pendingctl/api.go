@@ -194,29 +194,45 @@ func runPull(ctx context.Context, e env, args []string) error {
 		report(e, af.json, res, err, cut)
 		return res, cut, err
 	}
-	if *watchFlag {
+	switch {
+	case *watchFlag:
 		return runWatch(ctx, e, c, ws, round, *fallback)
+	case *interval == 0:
+		return pullOnce(e, af, round)
 	}
-	if *interval == 0 {
-		res, cut, err := round()
-		if cut {
-			return interrupted(e)
-		}
-		if err != nil {
-			if len(res.Errors) > 0 {
-				return errReported
-			}
-			return err
-		}
-		if len(res.Delivered) == 0 {
-			if !af.json {
-				fmt.Fprintln(e.stderr, "nothing to pull")
-			}
-			return errNothing
-		}
-		return nil
+	return pullEvery(ctx, e, *interval, round)
+}
+
+// pullRound is one pull of runPull: its result, whether a signal cut it
+// short, and its error (reported already).
+type pullRound func() (res inbox.Result, cut bool, err error)
+
+// pullOnce is pull without --interval or --watch: one round; exit 3
+// (errNothing) when there was nothing to pull.
+func pullOnce(e env, af apiFlags, round pullRound) error {
+	res, cut, err := round()
+	if cut {
+		return interrupted(e)
 	}
-	t := time.NewTicker(*interval)
+	if err != nil {
+		if len(res.Errors) > 0 {
+			return errReported
+		}
+		return err
+	}
+	if len(res.Delivered) == 0 {
+		if !af.json {
+			fmt.Fprintln(e.stderr, "nothing to pull")
+		}
+		return errNothing
+	}
+	return nil
+}
+
+// pullEvery is pull --interval: a round every interval until a signal
+// (exit 0), or an error no later round can mend.
+func pullEvery(ctx context.Context, e env, interval time.Duration, round pullRound) error {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		res, cut, err := round()

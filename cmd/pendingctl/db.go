@@ -225,60 +225,15 @@ func runToken(ctx context.Context, e env, args []string) error {
 	if sub == "-h" || sub == "--help" || sub == "-help" || sub == "help" {
 		return flag.ErrHelp
 	}
-	fs := newFlags("token " + sub)
-	wsFlag := fs.String("workspace", "", "")
-	asJSON := fs.Bool("json", false, "")
-	limit := fs.Int("limit", admin.DefaultLimit, "")
-	timeout := fs.Duration("timeout", time.Minute, "")
-	function := fs.String("function", "", "")
-	stack := fs.String("stack", "", "")
-	rest, err := parse(fs, args)
+	cmd, err := parseTokenCommand(e, sub, args)
 	if err != nil {
 		return err
 	}
-	var ws uuid.UUID
-	switch sub {
-	case "create", "revoke":
-		if ws, err = parseWorkspace(*wsFlag, e); err != nil {
-			return err
-		}
-	case "list":
-		if *wsFlag != "" {
-			if ws, err = parseWorkspace(*wsFlag, e); err != nil {
-				return err
-			}
-		}
-		if *limit < 1 || *limit > admin.MaxLimit {
-			return usagef("--limit must be 1 to %d", admin.MaxLimit)
-		}
-	default:
-		return usagef("unknown token command %q: want create, list or revoke", sub)
-	}
-	if sub == "revoke" && len(rest) != 1 {
-		return usagef("revoke wants one ID, PREFIX or TOKEN")
-	}
-	if sub != "revoke" && len(rest) > 0 {
-		return usagef("unexpected argument %q", rest[0])
-	}
-	if *function != "" && *stack != "" {
-		return usagef("--function and --stack both name the admin function: pass one")
-	}
-	req := admin.Request{Action: sub}
-	if ws != uuid.Nil {
-		req.Workspace = ws.String()
-	}
-	switch sub {
-	case "list":
-		req.Limit = *limit
-	case "revoke":
-		req.Match = rest[0]
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmd.timeout)
 	defer cancel()
 	var svc tokenService
-	if *function != "" || *stack != "" {
-		svc, err = functionTokens(ctx, e, *function, *stack)
+	if cmd.function != "" || cmd.stack != "" {
+		svc, err = functionTokens(ctx, e, cmd.function, cmd.stack)
 	} else {
 		var close func()
 		svc, close, err = databaseTokens(ctx, e)
@@ -289,35 +244,104 @@ func runToken(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ans, err := svc(ctx, req)
+	ans, err := svc(ctx, cmd.req)
 	if err != nil {
 		return err
 	}
+	return cmd.print(e, ans)
+}
+
+// tokenCommand is one token command, parsed: the request for the admin
+// service and how to reach it and print its answer.
+type tokenCommand struct {
+	sub             string
+	ws              uuid.UUID
+	req             admin.Request
+	asJSON          bool
+	timeout         time.Duration
+	function, stack string
+}
+
+// parseTokenCommand reads the flags and arguments of token sub.
+func parseTokenCommand(e env, sub string, args []string) (tokenCommand, error) {
+	fs := newFlags("token " + sub)
+	wsFlag := fs.String("workspace", "", "")
+	asJSON := fs.Bool("json", false, "")
+	limit := fs.Int("limit", admin.DefaultLimit, "")
+	timeout := fs.Duration("timeout", time.Minute, "")
+	function := fs.String("function", "", "")
+	stack := fs.String("stack", "", "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return tokenCommand{}, err
+	}
+	c := tokenCommand{sub: sub, asJSON: *asJSON, timeout: *timeout, function: *function, stack: *stack}
+	switch sub {
+	case "create", "revoke":
+		if c.ws, err = parseWorkspace(*wsFlag, e); err != nil {
+			return c, err
+		}
+	case "list":
+		if *wsFlag != "" {
+			if c.ws, err = parseWorkspace(*wsFlag, e); err != nil {
+				return c, err
+			}
+		}
+		if *limit < 1 || *limit > admin.MaxLimit {
+			return c, usagef("--limit must be 1 to %d", admin.MaxLimit)
+		}
+	default:
+		return c, usagef("unknown token command %q: want create, list or revoke", sub)
+	}
+	if sub == "revoke" && len(rest) != 1 {
+		return c, usagef("revoke wants one ID, PREFIX or TOKEN")
+	}
+	if sub != "revoke" && len(rest) > 0 {
+		return c, usagef("unexpected argument %q", rest[0])
+	}
+	if c.function != "" && c.stack != "" {
+		return c, usagef("--function and --stack both name the admin function: pass one")
+	}
+	c.req = admin.Request{Action: sub}
+	if c.ws != uuid.Nil {
+		c.req.Workspace = c.ws.String()
+	}
+	switch sub {
+	case "list":
+		c.req.Limit = *limit
+	case "revoke":
+		c.req.Match = rest[0]
+	}
+	return c, nil
+}
+
+// print writes the answer of the command (a refusal is its error).
+func (c tokenCommand) print(e env, ans admin.Answer) error {
 	if ans.Error != nil {
 		if ans.Error.Code == admin.CodeNotFound {
-			return fmt.Errorf("no live token of workspace %s matches (see 'pendingctl token list --workspace %s')", ws, ws)
+			return fmt.Errorf("no live token of workspace %s matches (see 'pendingctl token list --workspace %s')", c.ws, c.ws)
 		}
 		return fmt.Errorf("refused (%s): %s", ans.Error.Code, ans.Error.Message)
 	}
 	switch {
-	case sub == "create" && ans.Create != nil:
-		c := ans.Create
-		if *asJSON {
-			return writeJSON(e.stdout, c)
+	case c.sub == "create" && ans.Create != nil:
+		cr := ans.Create
+		if c.asJSON {
+			return writeJSON(e.stdout, cr)
 		}
-		fmt.Fprintln(e.stdout, c.Token)
-		fmt.Fprintf(e.stderr, "token %s (%s…) for workspace %s: shown once, store it now.\n", c.ID, c.Prefix, c.WorkspaceID)
+		fmt.Fprintln(e.stdout, cr.Token)
+		fmt.Fprintf(e.stderr, "token %s (%s…) for workspace %s: shown once, store it now.\n", cr.ID, cr.Prefix, cr.WorkspaceID)
 		return nil
-	case sub == "list" && ans.List != nil:
-		return printTokens(e.stdout, *asJSON, ans.List.Tokens)
-	case sub == "revoke" && ans.Revoke != nil:
-		if *asJSON {
+	case c.sub == "list" && ans.List != nil:
+		return printTokens(e.stdout, c.asJSON, ans.List.Tokens)
+	case c.sub == "revoke" && ans.Revoke != nil:
+		if c.asJSON {
 			return writeJSON(e.stdout, ans.Revoke)
 		}
 		fmt.Fprintf(e.stdout, "revoked %d token(s)\n", ans.Revoke.Revoked)
 		return nil
 	}
-	return fmt.Errorf("%s: the answer is not a %s answer", sub, sub)
+	return fmt.Errorf("%s: the answer is not a %s answer", c.sub, c.sub)
 }
 
 func printTokens(w io.Writer, asJSON bool, ts []admin.Token) error {
