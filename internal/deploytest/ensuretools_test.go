@@ -10,13 +10,14 @@ import (
 	"testing"
 )
 
-// TestEnsureToolsInstallsOnlyWhenAsked: make test runs
-// scripts/ensure-tools.sh, which installs a missing Debian package only
-// under INSTALL=1 (make tools) or CI=true (.ci/run on a fresh machine);
-// otherwise it stops with the one apt-get line to run, and runs no
-// apt-get. Chromium is made missing (CHROMIUM names a path that does not
-// exist); apt-get and npm are stubs that record their calls.
-func TestEnsureToolsInstallsOnlyWhenAsked(t *testing.T) {
+// TestEnsureToolsSaysWhatItInstalls: make test runs
+// scripts/ensure-tools.sh, which installs a missing Debian package (so
+// that make test works on a fresh machine, CI's included), naming it and
+// how to decline before it does; under INSTALL=0 it stops with the one
+// apt-get line to run and runs no apt-get. Chromium is made missing
+// (CHROMIUM names a path that does not exist); apt-get and npm are stubs
+// that record their calls.
+func TestEnsureToolsSaysWhatItInstalls(t *testing.T) {
 	for _, tool := range []string{"moto_server", "cfn-lint"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not on PATH: ensure-tools stops there whatever it is asked", tool)
@@ -64,20 +65,23 @@ func TestEnsureToolsInstallsOnlyWhenAsked(t *testing.T) {
 	}
 	missing := filepath.Join(stubs, "no-chromium")
 
-	t.Run("Asks", func(t *testing.T) {
-		stderr, code, calls := run(t, missing)
+	t.Run("Declined", func(t *testing.T) {
+		stderr, code, calls := run(t, missing, "INSTALL=0")
 		if code != 1 || !strings.Contains(stderr, "sudo apt-get install -y chromium") {
 			t.Errorf("exit %d, stderr %q; want 1 and the apt-get line", code, stderr)
 		}
 		if strings.Contains(calls, "apt-get") {
-			t.Errorf("apt-get ran unasked: %q", calls)
+			t.Errorf("apt-get ran though declined: %q", calls)
 		}
 	})
-	for _, v := range []string{"INSTALL=1", "CI=true"} {
+	for _, v := range []string{"INSTALL=", "INSTALL=1", "CI=true"} {
 		t.Run(v, func(t *testing.T) {
 			stderr, code, calls := run(t, missing, v)
 			if code != 0 || !strings.Contains(calls, "apt-get install -y -qq chromium") {
 				t.Errorf("exit %d, apt-get calls %q, stderr %q; want 0 and chromium installed", code, calls, stderr)
+			}
+			if !strings.Contains(stderr, "installing them now: chromium (INSTALL=0 declines)") {
+				t.Errorf("stderr %q: want the packages named, and how to decline, before the install", stderr)
 			}
 		})
 	}
