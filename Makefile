@@ -12,7 +12,7 @@ help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
 	@echo "make run-s3  the same in the production shape: large files in a local S3 (moto) it starts, with the bucket made"
 	@echo "make test    every test and check: go mod tidy -diff, goimports, go vet, staticcheck, cfn-lint, go test -race"
-	@echo "make tools   install the Debian packages the tests need (make test only names them, unless CI=true or INSTALL=1)"
+	@echo "make tools   install the Debian packages the tests need (make test does too, naming them first; INSTALL=0 declines)"
 	@echo "make build   every Lambda function as Lambda builds it, into bin/<fn>/bootstrap"
 	@echo "make bench   benchmarks with their baselines and a report"
 	@echo "make fuzz    each fuzz target for FUZZTIME (default 30s)"
