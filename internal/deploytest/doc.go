@@ -12,7 +12,7 @@
 // shape to what it must create: every default deploys from zero (its own
 // network, database, secrets and bucket), and given a network and a
 // database it creates none of them. scripts/ensure-tools.sh, which make
-// test runs first, installs Debian packages only when asked (INSTALL=1,
-// CI=true) and otherwise names the apt-get line to run
-// (ensuretools_test.go). The package has tests only.
+// test runs first, names the missing Debian packages before it installs
+// them, and with INSTALL=0 installs nothing and stops with the apt-get
+// line to run (ensuretools_test.go). The package has tests only.
 package deploytest
