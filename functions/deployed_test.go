@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
-	"gopkg.in/yaml.v3"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
 
@@ -38,7 +35,7 @@ type deployedRoute struct {
 // deployed shape, independent of the route table the binaries read.
 func deployedRoutes(t *testing.T) []deployedRoute {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "template.yaml"))
+	doc, err := samtemplate.Read("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,21 +55,12 @@ func deployedRoutes(t *testing.T) []deployedRoute {
 			} `yaml:"Properties"`
 		} `yaml:"Resources"`
 	}
-	if err := yaml.Unmarshal(b, &tpl); err != nil {
+	if err := doc.Decode(&tpl); err != nil {
 		t.Fatalf("template.yaml: %v", err)
 	}
-	mk, err := os.ReadFile(filepath.Join("..", "lambda.mk"))
+	dirs, err := samtemplate.LambdaFunctions("..")
 	if err != nil {
 		t.Fatal(err)
-	}
-	line := regexp.MustCompile(`(?m)^LAMBDA_FUNCTIONS\s*:?=(.*)$`).FindSubmatch(mk)
-	if line == nil {
-		t.Fatal("lambda.mk: no LAMBDA_FUNCTIONS line")
-	}
-	dirs := map[string]string{}
-	for _, pair := range strings.Fields(string(line[1])) {
-		id, dir, _ := strings.Cut(pair, ":")
-		dirs[id] = dir
 	}
 	var routes []deployedRoute
 	for id, res := range tpl.Resources {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 	"github.com/pendinguploads/pendinguploads/wire"
 )
 
@@ -37,13 +36,9 @@ import (
 // S3 statements) fails the test rather than being guessed.
 func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "template.yaml"))
+	doc, err := samtemplate.Read("..")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
 	}
 	arn := "arn:aws:s3:::" + bucket
 	resolve := func(n *yaml.Node) []string {
@@ -104,14 +99,14 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 		return pol
 	}
 	out := map[string]s3test.Policy{}
-	resources := mapGet(&doc, "Resources")
+	resources := samtemplate.Get(doc, "Resources")
 	for i := 0; resources != nil && i+1 < len(resources.Content); i += 2 {
 		id, res := resources.Content[i].Value, resources.Content[i+1]
-		if typ := mapGet(res, "Type"); typ == nil || typ.Value != "AWS::Serverless::Function" {
+		if typ := samtemplate.Get(res, "Type"); typ == nil || typ.Value != "AWS::Serverless::Function" {
 			continue
 		}
 		var pol s3test.Policy
-		if policies := mapGet(res, "Properties", "Policies"); policies != nil {
+		if policies := samtemplate.Get(res, "Properties", "Policies"); policies != nil {
 			for _, p := range policies.Content {
 				pol = append(pol, statements(id, p)...)
 			}
@@ -124,11 +119,11 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 // statement reads one IAM statement; only Allow statements with S3
 // actions matter here (a Deny would need evaluating: it fails the test).
 func statement(t *testing.T, id string, st *yaml.Node, resolve func(*yaml.Node) []string) s3test.Policy {
-	if e := mapGet(st, "Effect"); e == nil || e.Value != "Allow" {
+	if e := samtemplate.Get(st, "Effect"); e == nil || e.Value != "Allow" {
 		t.Fatalf("template.yaml line %d: %s: a statement that is not Effect Allow", st.Line, id)
 	}
 	var s s3test.Statement
-	for _, a := range resolve(mapGet(st, "Action")) {
+	for _, a := range resolve(samtemplate.Get(st, "Action")) {
 		if strings.HasPrefix(a, "s3:") {
 			s.Actions = append(s.Actions, a)
 		}
@@ -136,35 +131,15 @@ func statement(t *testing.T, id string, st *yaml.Node, resolve func(*yaml.Node) 
 	if len(s.Actions) == 0 {
 		return nil
 	}
-	s.Resources = resolve(mapGet(st, "Resource"))
-	if c := mapGet(st, "Condition"); c != nil {
-		like := mapGet(c, "StringLike", "s3:prefix")
+	s.Resources = resolve(samtemplate.Get(st, "Resource"))
+	if c := samtemplate.Get(st, "Condition"); c != nil {
+		like := samtemplate.Get(c, "StringLike", "s3:prefix")
 		if like == nil || len(c.Content) != 2 {
 			t.Fatalf("template.yaml line %d: %s: a condition other than StringLike s3:prefix", c.Line, id)
 		}
 		s.PrefixLike = resolve(like)
 	}
 	return s3test.Policy{s}
-}
-
-// mapGet walks mapping keys from n.
-func mapGet(n *yaml.Node, keys ...string) *yaml.Node {
-	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	for _, k := range keys {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				next = n.Content[i+1]
-			}
-		}
-		n = next
-	}
-	return n
 }
 
 // principalKey is the access key a function signs with in this test.

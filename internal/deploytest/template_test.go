@@ -16,6 +16,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
 
 // root returns the module root.
@@ -66,18 +67,12 @@ type template struct {
 
 func loadTemplate(t *testing.T) template {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(t), "template.yaml"))
+	doc, err := samtemplate.Read(root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A yaml.Node keeps CloudFormation's short forms (!Ref, !If, !Sub,
-	// !GetAtt) as tags instead of failing on them.
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	tpl := template{doc: &doc, functions: make(map[string]function)}
-	resources := get(&doc, "Resources")
+	tpl := template{doc: doc, functions: make(map[string]function)}
+	resources := get(doc, "Resources")
 	if resources == nil || resources.Kind != yaml.MappingNode {
 		t.Fatal("template.yaml: no Resources mapping")
 	}
@@ -119,27 +114,8 @@ func (tpl template) routes() []route {
 	return rs
 }
 
-// get walks mapping keys from n (a document or a mapping) and returns the
-// node found, or nil.
-func get(n *yaml.Node, keys ...string) *yaml.Node {
-	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	for _, k := range keys {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				next = n.Content[i+1]
-				break
-			}
-		}
-		n = next
-	}
-	return n
-}
+// get is samtemplate.Get: the node at keys under n, or nil.
+func get(n *yaml.Node, keys ...string) *yaml.Node { return samtemplate.Get(n, keys...) }
 
 // scalar returns a plain scalar's value, or "" for anything else (an
 // intrinsic function included).
@@ -183,22 +159,9 @@ func getAtt(n *yaml.Node) string {
 // makeFunctions reads lambda.mk's LAMBDA_FUNCTIONS: logical ID -> directory.
 func makeFunctions(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(t), "lambda.mk"))
+	fns, err := samtemplate.LambdaFunctions(root(t))
 	if err != nil {
 		t.Fatal(err)
-	}
-	text := strings.ReplaceAll(string(b), "\\\n", " ")
-	m := regexp.MustCompile(`(?m)^LAMBDA_FUNCTIONS\s*:?=(.*)$`).FindStringSubmatch(text)
-	if m == nil {
-		t.Fatal("lambda.mk: no LAMBDA_FUNCTIONS line")
-	}
-	fns := make(map[string]string)
-	for _, pair := range strings.Fields(m[1]) {
-		id, dir, ok := strings.Cut(pair, ":")
-		if !ok || id == "" || dir == "" {
-			t.Fatalf("lambda.mk: LAMBDA_FUNCTIONS entry %q is not LogicalId:dir", pair)
-		}
-		fns[id] = dir
 	}
 	return fns
 }
