@@ -27,9 +27,10 @@ type IoT struct {
 	region   string
 	creds    aws.CredentialsProvider
 	signer   *v4.Signer
-	// HTTPClient sends the requests (default: one with keep-alive and
-	// no overall timeout: Publish is bounded by its context).
-	HTTPClient *http.Client
+	// HTTPClient sends the requests: the AWS configuration's, the one
+	// every AWS call of the service makes (internal/awsenv: dial and
+	// response-header timeouts); Publish is bounded by its context.
+	HTTPClient aws.HTTPClient
 	// Scheme is "https" (default); "http" only for a local stand-in.
 	Scheme string
 }
@@ -47,8 +48,11 @@ func NewIoT(endpoint string, cfg aws.Config) (*IoT, error) {
 	if cfg.Region == "" || cfg.Credentials == nil {
 		return nil, errors.New("push: the AWS configuration has no region or no credentials")
 	}
-	return &IoT{endpoint: endpoint, region: cfg.Region, creds: cfg.Credentials, signer: v4.NewSigner(),
-		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}}, nil
+	client := cfg.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &IoT{endpoint: endpoint, region: cfg.Region, creds: cfg.Credentials, signer: v4.NewSigner(), HTTPClient: client}, nil
 }
 
 // Publish sends payload to topic at QoS 0.
