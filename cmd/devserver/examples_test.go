@@ -84,33 +84,7 @@ func TestExamplePage(t *testing.T) {
 		}
 		t.Skip("moto_server is not on PATH")
 	}
-	local := t.TempDir()
-	// As root the cluster runs as "postgres", which must be able to reach
-	// it: t.TempDir's parent is private to root.
-	if err := os.Chmod(filepath.Dir(local), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LOCAL_DIR": local, "PORT": "0", "HOST": "127.0.0.1", "LOCAL_S3": "1"}
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	ready := make(chan string, 1)
-	exit := make(chan int, 1)
-	go func() { exit <- run(ctx, func(k string) string { return env[k] }, &stdout, &stderr, ready) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-exit:
-		case <-time.After(30 * time.Second):
-			t.Error("dev server did not stop")
-		}
-	})
-	select {
-	case <-ready:
-	case code := <-exit:
-		t.Fatalf("dev server exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("dev server not ready:\n%s", stderr.String())
-	}
+	stdout := startDevServer(t, localDevEnv(t, map[string]string{"LOCAL_S3": "1"})).stdout
 	banner := stdout.String()
 	m := pageLine.FindStringSubmatch(banner)
 	if m == nil || !strings.Contains(banner, "CORS_ALLOWED_ORIGINS="+m[1]+" for it, set by the dev server") {

@@ -43,34 +43,7 @@ func TestNewcomerPrintedLines(t *testing.T) {
 		t.Errorf("README does not say to build pendingctl with `%s`, the line the banner prints", pendingctlBuildLine)
 	}
 
-	local := t.TempDir()
-	// As root the cluster runs as "postgres", which must be able to reach
-	// it: t.TempDir's parent is private to root.
-	if err := os.Chmod(filepath.Dir(local), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LOCAL_DIR": local, "PORT": "0", "HOST": "127.0.0.1"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	ready := make(chan string, 1)
-	exit := make(chan int, 1)
-	go func() { exit <- run(ctx, func(k string) string { return env[k] }, &stdout, &stderr, ready) }()
-	defer func() {
-		cancel()
-		select {
-		case <-exit:
-		case <-time.After(time.Minute):
-			t.Error("dev server did not stop")
-		}
-	}()
-	select {
-	case <-ready:
-	case code := <-exit:
-		t.Fatalf("dev server exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("dev server not ready:\n%s", stderr.String())
-	}
+	stdout := startDevServer(t, localDevEnv(t, nil)).stdout
 	banner := stdout.String()
 	if !strings.Contains(banner, "pendingctl, in another shell ("+pendingctlBuildLine+"):") {
 		t.Errorf("banner: no line to build pendingctl with %q:\n%s", pendingctlBuildLine, banner)
@@ -93,7 +66,7 @@ func TestNewcomerPrintedLines(t *testing.T) {
 	tmp := t.TempDir()
 	sh := func(l string) []byte {
 		t.Helper()
-		cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		cmd := exec.CommandContext(cctx, "bash", "-c", l)
 		cmd.Dir = root

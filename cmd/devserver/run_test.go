@@ -31,6 +31,72 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// localDevEnv is make run's environment on a fresh clone, in a LOCAL_DIR
+// of the test's (its own Postgres, a free loopback port), with extra.
+func localDevEnv(t *testing.T, extra map[string]string) map[string]string {
+	t.Helper()
+	local := t.TempDir()
+	// As root the cluster runs as "postgres", which must be able to reach
+	// it: t.TempDir's parent is private to root.
+	if err := os.Chmod(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LOCAL_DIR": local, "PORT": "0", "HOST": "127.0.0.1"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// devServer is a dev server run in this process by startDevServer.
+type devServer struct {
+	addr           string
+	stdout, stderr *syncBuffer
+	cancel         context.CancelFunc
+	exit           chan int
+	once           sync.Once
+	code           int
+}
+
+// stop stops the server as Ctrl-C does and returns its exit status, or
+// -1 when it did not stop within a minute. Later calls return the same.
+func (d *devServer) stop() int {
+	d.once.Do(func() {
+		d.cancel()
+		select {
+		case d.code = <-d.exit:
+		case <-time.After(time.Minute):
+			d.code = -1
+		}
+	})
+	return d.code
+}
+
+// startDevServer runs the dev server in this process with exactly env and
+// returns it once it is ready (the banner printed); the test's end stops
+// it, if the test did not.
+func startDevServer(t *testing.T, env map[string]string) *devServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &devServer{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, exit: make(chan int, 1)}
+	ready := make(chan string, 1)
+	go func() { d.exit <- run(ctx, func(k string) string { return env[k] }, d.stdout, d.stderr, ready) }()
+	t.Cleanup(func() {
+		if d.stop() == -1 {
+			t.Error("dev server did not stop")
+		}
+	})
+	select {
+	case d.addr = <-ready:
+	case code := <-d.exit:
+		d.once.Do(func() { d.code = code })
+		t.Fatalf("dev server exited %d:\n%s\n%s", code, d.stdout.String(), d.stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("dev server not ready:\n%s", d.stderr.String())
+	}
+	return d
+}
+
 // TestMakeRunPrintedCurlWorks starts the dev server as `make run` does on
 // a fresh clone (no DATABASE_URL: it starts its own Postgres), runs the
 // curl line it prints, and then lists, fetches and acks the staged file
@@ -39,26 +105,8 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not on PATH")
 	}
-	local := t.TempDir()
-	// As root the cluster runs as "postgres", which must be able to reach
-	// it: t.TempDir's parent is private to root.
-	if err := os.Chmod(filepath.Dir(local), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"LOCAL_DIR": local, "PORT": "0", "HOST": "127.0.0.1"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	ready := make(chan string, 1)
-	exit := make(chan int, 1)
-	go func() { exit <- run(ctx, func(k string) string { return env[k] }, &stdout, &stderr, ready) }()
-	select {
-	case <-ready:
-	case code := <-exit:
-		t.Fatalf("dev server exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("dev server not ready:\n%s", stderr.String())
-	}
+	dev := startDevServer(t, localDevEnv(t, nil))
+	stdout, stderr := dev.stdout, dev.stderr
 	banner := stdout.String()
 
 	curlLine := regexp.MustCompile(`(?m)^\s+(curl -sS -F files=@README.md .*)$`).FindStringSubmatch(banner)
@@ -130,14 +178,12 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 		t.Errorf("request id %q is not on a log line:\n%s", rid, stderr.String())
 	}
 
-	cancel()
-	select {
-	case code := <-exit:
-		if code != 0 {
-			t.Fatalf("exit status %d on Ctrl-C:\n%s", code, stderr.String())
-		}
-	case <-time.After(time.Minute):
+	switch code := dev.stop(); code {
+	case 0:
+	case -1:
 		t.Fatal("dev server did not stop")
+	default:
+		t.Fatalf("exit status %d on Ctrl-C:\n%s", code, stderr.String())
 	}
 }
 
