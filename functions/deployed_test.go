@@ -2,24 +2,19 @@ package functions_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // deployedRoute is one Api event of template.yaml: what API Gateway sends
@@ -215,98 +210,5 @@ func putPart(t *testing.T, u string, headers map[string]string, data []byte) {
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
 		t.Fatalf("PUT part: %d %s", res.StatusCode, b)
-	}
-}
-
-// TestResumeAndAbortThroughBinaries: an upload in parts cut after its
-// first part is resumed through the presign binary (only the missing
-// parts signed), committed through the upload binary and read back
-// byte-exact through the content binary; another is aborted through the
-// presign binary. The bucket then holds the committed file's object and
-// nothing else: no staging copy, no incomplete multipart upload.
-func TestResumeAndAbortThroughBinaries(t *testing.T) {
-	t.Parallel()
-	ep := s3test.MustStart(t)
-	s3c, bucket := s3test.NewBucket(t, ep)
-	env := append(dbEnv(pgtest.MustURL(t)), ep.Env()...)
-	env = append(env, "CONTENT_BUCKET="+bucket, "MULTIPART_THRESHOLD_BYTES=5242880", "MULTIPART_PART_BYTES=5242880")
-	presign, upload, content := start(t, "presign", env...), start(t, "upload", env...), start(t, "content", env...)
-	ws := map[string]string{"workspaceId": workspacePlaceholder}
-	const presignPath = "/workspaces/{workspaceId}/chat/uploads/presign"
-	plan := func(name string, size int) wire.PresignedUpload {
-		body := fmt.Sprintf(`{"files":[{"name":%q,"size":%d,"multipart":true}]}`, name, size)
-		var out struct{ Uploads []wire.PresignedUpload }
-		wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath, ws, map[string]string{"Content-Type": "application/json"}, []byte(body))), http.StatusOK, &out)
-		if len(out.Uploads) != 1 || out.Uploads[0].Multipart == nil {
-			t.Fatalf("presign: %+v, want one upload in parts", out)
-		}
-		return out.Uploads[0]
-	}
-	withUpload := func(id string) map[string]string {
-		return map[string]string{"workspaceId": workspacePlaceholder, "uploadId": id}
-	}
-
-	data := randomFile(11<<20 + 7)
-	cut := plan("cut.bin", len(data))
-	if n := cut.Multipart.PartCount; n != 3 || len(cut.Multipart.Parts) != 3 {
-		t.Fatalf("plan: %d parts (%d signed), want 3", n, len(cut.Multipart.Parts))
-	}
-	p := cut.Multipart.Parts[0]
-	putPart(t, p.URL, p.Headers, data[:p.Size])
-	// The connection drops; the client resumes.
-	var resumed wire.PresignedUpload
-	wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(cut.UploadID.String()), nil, nil)), http.StatusOK, &resumed)
-	if r := resumed.Multipart; r == nil || len(r.Received) != 1 || r.Received[0].PartNumber != 1 || len(r.Parts) != 2 {
-		t.Fatalf("resume: %+v, want part 1 received and parts 2, 3 signed", resumed.Multipart)
-	}
-	for _, p := range resumed.Multipart.Parts {
-		off := int64(p.PartNumber-1) * (5 << 20)
-		putPart(t, p.URL, p.Headers, data[off:off+p.Size])
-	}
-	var staged struct{ Files []stagedFile }
-	commit := fmt.Sprintf(`{"files":[{"upload_id":%q}]}`, cut.UploadID.String())
-	wantJSON(t, invokeHTTP(t, upload, routeEvent(t, "POST", "/workspaces/{workspaceId}/chat/uploads", ws,
-		map[string]string{"Content-Type": "application/json"}, []byte(commit))), http.StatusOK, &staged)
-	if len(staged.Files) != 1 || staged.Files[0].Size != int64(len(data)) {
-		t.Fatalf("commit: %+v", staged.Files)
-	}
-	got := invokeHTTP(t, content, routeEvent(t, "GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content",
-		map[string]string{"workspaceId": workspacePlaceholder, "fileId": staged.Files[0].FileID}, nil, nil))
-	if got.StatusCode != http.StatusOK || !bytes.Equal(responseBody(t, got), data) {
-		t.Fatalf("content: %d, %d bytes; want 200 and the %d bytes sent", got.StatusCode, len(responseBody(t, got)), len(data))
-	}
-
-	// Another upload is abandoned after a part: abort.
-	gone := plan("gone.bin", len(data))
-	p = gone.Multipart.Parts[0]
-	putPart(t, p.URL, p.Headers, data[:p.Size])
-	abort := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}", withUpload(gone.UploadID.String()), nil, nil))
-	var aborted struct{ Aborted bool }
-	if wantJSON(t, abort, http.StatusOK, &aborted); !aborted.Aborted {
-		t.Fatalf("abort: got %s, want aborted true", abort.Body)
-	}
-	again := invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", withUpload(gone.UploadID.String()), nil, nil))
-	if again.StatusCode != http.StatusNotFound {
-		t.Errorf("resume after abort: got %d %s, want 404", again.StatusCode, again.Body)
-	}
-
-	ctx := context.Background()
-	mu, err := s3c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mu.Uploads) != 0 {
-		t.Errorf("incomplete multipart uploads: got %d, want 0", len(mu.Uploads))
-	}
-	objs, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, o := range objs.Contents {
-		keys = append(keys, aws.ToString(o.Key))
-	}
-	if len(keys) != 1 || !strings.HasPrefix(keys[0], "objects/") {
-		t.Errorf("bucket: got %v, want the committed file's object alone", keys)
 	}
 }

@@ -155,7 +155,9 @@ func principalKey(dir string) string { return "AKIATEST" + strings.ToUpper(dir) 
 // an upload in parts cut, resumed and committed, an abort, content
 // streamed, ranged and redirected, a file whose object is gone (404), an
 // ack, and the sweep (acked files, then orphan marks). No call may be
-// denied, and each flow answers as API.md says.
+// denied, and each flow answers as API.md says: the resume signs only the
+// missing parts, a resume after an abort is 404, and the bucket is left
+// with nothing (no staging copy, no incomplete multipart upload).
 func TestLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	ep := s3test.MustStart(t)
@@ -251,6 +253,9 @@ func TestLeastPrivilege(t *testing.T) {
 		var resumed wire.PresignedUpload
 		wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}",
 			map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID.String()}, nil, nil)), http.StatusOK, &resumed)
+		if r := resumed.Multipart; r == nil || len(r.Received) != 1 || r.Received[0].PartNumber != 1 || len(r.Parts) != 2 {
+			t.Fatalf("resume: %+v, want part 1 received and parts 2, 3 signed", resumed.Multipart)
+		}
 		for _, p := range resumed.Multipart.Parts {
 			off := int64(p.PartNumber-1) * (5 << 20)
 			putPart(t, p.URL, p.Headers, data[off:off+p.Size])
@@ -264,10 +269,21 @@ func TestLeastPrivilege(t *testing.T) {
 			var out struct{ Uploads []wire.PresignedUpload }
 			body := fmt.Sprintf(`{"files":[{"name":"gone.bin","size":%d,"multipart":%t}]}`, 6<<20, multipart)
 			wantJSON(t, invokeHTTP(t, presign, routeEvent(t, "POST", presignPath, ws, jsonHeaders, []byte(body))), http.StatusOK, &out)
-			res := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}",
-				map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID.String()}, nil, nil))
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("abort (multipart %t): got %d %s, want 200", multipart, res.StatusCode, res.Body)
+			upload := map[string]string{"workspaceId": workspacePlaceholder, "uploadId": out.Uploads[0].UploadID.String()}
+			if multipart { // abandoned after its first part
+				p := out.Uploads[0].Multipart.Parts[0]
+				putPart(t, p.URL, p.Headers, randomFile(int(p.Size)))
+			}
+			res := invokeHTTP(t, presign, routeEvent(t, "DELETE", presignPath+"/{uploadId}", upload, nil, nil))
+			var aborted wire.AbortAnswer
+			if wantJSON(t, res, http.StatusOK, &aborted); !aborted.Aborted {
+				t.Fatalf("abort (multipart %t): got %s, want aborted true", multipart, res.Body)
+			}
+			if multipart {
+				again := invokeHTTP(t, presign, routeEvent(t, "POST", presignPath+"/{uploadId}", upload, nil, nil))
+				if again.StatusCode != http.StatusNotFound {
+					t.Errorf("resume after abort: got %d %s, want 404", again.StatusCode, again.Body)
+				}
 			}
 		}
 	})
@@ -347,6 +363,13 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		for _, o := range out.Contents { // staging copies included: a commit deletes its own
 			t.Errorf("left in the bucket after the sweep: %s", aws.ToString(o.Key))
+		}
+		mu, err := s3c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mu.Uploads) != 0 {
+			t.Errorf("incomplete multipart uploads: got %d, want 0", len(mu.Uploads))
 		}
 	})
 	for _, d := range proxy.Denied() {
