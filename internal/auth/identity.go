@@ -60,11 +60,15 @@ type Identity struct {
 	UserID string
 
 	hash []byte // a bearer's SHA-256
+	// settled is set only here, by AdminIdentity and Identify's session:
+	// an Identity assembled elsewhere, whatever its Kind, is never
+	// trusted (see Trusted).
+	settled bool
 }
 
 // AdminIdentity is the admin's identity, for programs that act with the
 // platform's authority without a request (tests, tools).
-func AdminIdentity() *Identity { return &Identity{Kind: Admin, TokenPrefix: "admin"} }
+func AdminIdentity() *Identity { return &Identity{Kind: Admin, TokenPrefix: "admin", settled: true} }
 
 // TokenIdentity is the identity of a bearer token still to be looked up
 // (Kind Bearer).
@@ -85,9 +89,13 @@ func (id *Identity) Found(kind Kind, workspaceID uuid.UUID, prefix string) *Iden
 }
 
 // Trusted reports whether the identity was settled outside the database
-// (the admin, a session) and may act on every workspace: its calls carry
-// no token check.
-func (id *Identity) Trusted() bool { return id.Kind == Admin || id.Kind == Session }
+// (the admin, a session) by this package (AdminIdentity, Identify) and
+// may act on every workspace: its calls carry no token check. A nil
+// Identity, or one assembled outside this package, is never trusted,
+// whatever its Kind.
+func (id *Identity) Trusted() bool {
+	return id != nil && id.settled && (id.Kind == Admin || id.Kind == Session)
+}
 
 // LogAttrs are the identity's log fields: the credential's kind and its
 // safe name (a token's prefix, a session's user id); never a secret.

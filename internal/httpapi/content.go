@@ -83,7 +83,7 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		copyBuf = make([]byte, min(n, 256<<10))
 	}
 
-	setContentHeaders(w.Header(), rec, ctype, disposition, status, off, n)
+	setContentHeaders(w.Header(), rec.Record, ctype, disposition, status, off, n)
 	w.WriteHeader(status)
 	var sent int64
 	if copyBuf == nil {
@@ -98,19 +98,19 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(r, rec, "body", n)
+	a.fetched(r, rec.Record, "body", n)
 	return nil
 }
 
 // redirectToBucket answers a ?redirect=1 fetch of rec with a redirect to
 // a signed GET of its object, and reports whether it did (false: the
 // file is not in the bucket, and its bytes are sent instead).
-func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, rec pendinguploads.Record, disposition, ctype string) (bool, error) {
+func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, rec pendinguploads.Fetched, disposition, ctype string) (bool, error) {
 	url, ok, err := a.store.SignGet(r.Context(), rec, disposition, ctype)
 	if err != nil || !ok {
 		return false, err
 	}
-	a.fetched(r, rec, "redirect", rec.SizeBytes)
+	a.fetched(r, rec.Record, "redirect", rec.SizeBytes)
 	h := w.Header()
 	h.Set("Location", url)
 	h.Set("Cache-Control", "private, no-store")
@@ -124,7 +124,7 @@ func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, rec pendi
 // request's): opening is a dependency call, and one that passes the
 // deadline cancels sctx and is a 503. A file swept since the look-up is
 // errExpired: nothing was answered yet.
-func (a *API) openWithin(ctx, sctx context.Context, scancel context.CancelFunc, rec pendinguploads.Record, off, n int64) (pendinguploads.Body, error) {
+func (a *API) openWithin(ctx, sctx context.Context, scancel context.CancelFunc, rec pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error) {
 	stop := context.AfterFunc(ctx, scancel)
 	body, err := a.store.Open(sctx, rec, off, n)
 	if !stop() {

@@ -44,21 +44,20 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	if err != nil {
 		return 0, err
 	}
-	st := rt.statement()
-	file, ws := st.Arg(fileID), st.Workspace()
-	rt.queue(st, `
+	rt.queue(`
 		WITH target AS (
 		    SELECT file_id, workspace_id, acked_at
 		    FROM pending_uploads
-		    WHERE file_id = `+file+` AND expires_at > now() AND `+callerMayAct+`
+		    WHERE file_id = @file_id AND expires_at > now() AND `+rt.callerMayAct+`
 		), upd AS (
 		    UPDATE pending_uploads p SET acked_at = now()
 		    FROM target t
-		    WHERE p.file_id = t.file_id AND t.workspace_id = `+ws+` AND t.acked_at IS NULL
+		    WHERE p.file_id = t.file_id AND t.workspace_id = @workspace AND t.acked_at IS NULL
 		      AND p.acked_at IS NULL AND p.expires_at > now()
 		    RETURNING p.file_id
 		)
-		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`).Query(func(rows pgx.Rows) error {
+		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
+		pgx.StrictNamedArgs{"file_id": fileID}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&owner, &ackedAt, &updated); err != nil {
@@ -98,8 +97,8 @@ func (s *Store) ackedMeanwhile(ctx context.Context, caller *auth.Identity, works
 		return false
 	}
 	var acked bool
-	st := rt.statement()
-	rt.queue(st, `SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = `+st.Arg(fileID)+` AND acked_at IS NOT NULL AND `+callerMayAct+`)`).QueryRow(
+	rt.queue(`SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = @file_id AND acked_at IS NOT NULL AND `+rt.callerMayAct+`)`,
+		pgx.StrictNamedArgs{"file_id": fileID}).QueryRow(
 		func(row pgx.Row) error { return row.Scan(&acked) })
 	_, err = rt.send(ctx, fmt.Sprintf("ack %s", fileID))
 	return err == nil && acked

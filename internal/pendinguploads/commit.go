@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -142,25 +143,27 @@ func (s *Store) claimAndInsert(ctx context.Context, caller *auth.Identity, works
 	// part only when the uploads are all there, the deadline has not
 	// passed, the caller is allowed and the files fit the quota; the
 	// rows, also only beside their claims.
-	st := rt.statement()
-	uploads, files, deadline := st.Arg(uuidArray(ids)), st.Arg(uuidArray(fileIDs)), st.Arg(deadlineOf(ctx))
-	rt.queue(st, `
+	rt.queue(`
 		WITH locked AS MATERIALIZED (
 		    SELECT upload_id FROM presigned_uploads
-		    WHERE upload_id = ANY(`+uploads+`::uuid[]) AND workspace_id = `+st.Workspace()+` AND expires_at > now() AND file_id IS NULL
+		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
 		    ORDER BY upload_id FOR UPDATE
 		)
 		UPDATE presigned_uploads p SET file_id = c.file_id
-		FROM unnest(`+uploads+`::uuid[], `+files+`::uuid[]) AS c(upload_id, file_id)
-		WHERE `+allOf(`p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(`+uploads+`::uuid[])`,
-		`(`+deadline+`::timestamptz IS NULL OR now() <= `+deadline+`)`, callerMayAct, q.cond(st)))
-	st = rt.statement()
-	uploads, files = st.Arg(uuidArray(ids)), st.Arg(uuidArray(fileIDs))
-	claimed := `(SELECT count(*) FROM presigned_uploads p JOIN unnest(` + uploads + `::uuid[], ` + files + `::uuid[]) AS c(upload_id, file_id)
-		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = ` + st.Workspace() + `) = cardinality(` + uploads + `::uuid[])`
-	ins := queueInsert(ctx, rt, st, s.TTL, recs, make([][]byte, len(recs)), allOf(claimed, q.cond(st)))
+		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
+		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits,
+		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
+	ins := queueInsert(ctx, rt, s.TTL, recs, make([][]byte, len(recs)), ids, q)
 	return s.finish(ctx, rt, ins, q, recs)
 }
+
+// claimedAll is the condition, named where the INSERT of files uses it
+// (queueInsert), that every upload of @upload_ids is claimed, in this
+// transaction, for its file of @file_ids, in @workspace: Commit's; it
+// holds for Stage's, which names none.
+const claimedAll = `(SELECT count(*) FROM presigned_uploads p JOIN unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
+		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = @workspace) = cardinality(@upload_ids::uuid[])`
 
 // deadlineOf is ctx's deadline, or nil.
 func deadlineOf(ctx context.Context) *time.Time {

@@ -32,6 +32,30 @@ func (w Want) sends(r Record) bool {
 	return r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
 }
 
+// Fetched is a file Fetch found for a caller it checked: the file's
+// Record, and the check (an access on the file's workspace) without
+// which Open and SignGet read nothing. A Fetched made otherwise, or its
+// zero value, holds no check: Open and SignGet refuse it
+// (ErrNotFetched) before any I/O.
+type Fetched struct {
+	Record
+	by access
+}
+
+// ErrNotFetched is returned by Open and SignGet for a file that Fetch
+// did not find for a checked caller (a Fetched assembled by hand, or
+// one whose Record was changed to another workspace's): a bug, never a
+// caller's answer.
+var ErrNotFetched = errors.New("pendinguploads: a file not found by Fetch")
+
+// checked returns the access f's bytes are read with, or ErrNotFetched.
+func (f Fetched) checked(op string) (access, error) {
+	if f.by.callerMayAct == "" || f.by.ws != f.WorkspaceID {
+		return access{}, fmt.Errorf("%s %s: %w", op, f.FileID, ErrNotFetched)
+	}
+	return f.by, nil
+}
+
 // Fetch looks up file fileID of workspaceID for serving, acting for id (with its
 // check), and stamps its fetched_at (a later fetch moves it again) when
 // the answer will send what want asks of it (see Want; a 416 leaves
@@ -44,7 +68,7 @@ func (w Want) sends(r Record) bool {
 // It returns ErrNotFound for an absent or expired row, and for a row that
 // vanished (swept) while the statement ran; ErrWrongWorkspace for another
 // workspace's row, whose bytes are never read.
-func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want Want) (Record, error) {
+func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want Want) (Fetched, error) {
 	var r Record
 	var key *string
 	var stamped, found bool
@@ -56,24 +80,23 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	// row without its bytes.
 	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
-		return Record{}, err
+		return Fetched{}, err
 	}
-	st := rt.statement()
-	file, ws := st.Arg(fileID), st.Workspace()
-	rt.queue(st, `
+	rt.queue(`
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
-		    WHERE file_id = `+file+` AND workspace_id = `+ws+` AND (acked_at IS NOT NULL OR expires_at > now())
-		      AND (size_bytes > `+st.Arg(want.From)+` OR (`+st.Arg(want.Redirect)+` AND s3_key IS NOT NULL))
-		      AND `+callerMayAct+`
+		    WHERE file_id = @file_id AND workspace_id = @workspace AND (acked_at IS NOT NULL OR expires_at > now())
+		      AND (size_bytes > @from::bigint OR (@redirect::boolean AND s3_key IS NOT NULL))
+		      AND `+rt.callerMayAct+`
 		    RETURNING file_id, fetched_at,
-		              CASE WHEN s3_key IS NULL AND size_bytes <= `+st.Arg(int64(ChunkBytes))+` THEN content END AS content
+		              CASE WHEN s3_key IS NULL AND size_bytes <= @chunk::bigint THEN content END AS content
 		)
 		SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = `+file+` AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+callerMayAct).Query(func(rows pgx.Rows) error {
+		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
@@ -84,30 +107,30 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		return rows.Err()
 	})
 	if _, err := rt.send(ctx, fmt.Sprintf("fetch %s", fileID)); err != nil {
-		return Record{}, err
+		return Fetched{}, err
 	}
 	if !found {
-		return Record{}, ErrNotFound
+		return Fetched{}, ErrNotFound
 	}
 	if r.WorkspaceID != workspaceID {
-		return Record{}, ErrWrongWorkspace
+		return Fetched{}, ErrWrongWorkspace
 	}
 	if key != nil {
 		r.s3Key = *key
 	}
 	if !stamped && want.sends(r) {
 		// Servable, yet not stamped: the row changed under the statement.
-		return Record{}, ErrNotFound
+		return Fetched{}, ErrNotFound
 	}
 	if r.s3Key == "" && r.content != nil && int64(len(r.content)) != r.SizeBytes {
-		return Record{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)
+		return Fetched{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)
 	}
-	return r, nil
+	return Fetched{Record: r, by: rt.access}, nil
 }
 
-// Open returns n bytes of r's file from offset off (0 ≤ off, off+n ≤
-// r.SizeBytes), from the row or from the blob store, for r as Fetch
-// returned it. It checks that the bytes are there before it returns: a
+// Open returns n bytes of f's file from offset off (0 ≤ off, off+n ≤
+// f.SizeBytes), from the row or from the blob store, for f as Fetch
+// returned it (else ErrNotFetched, before any I/O). It checks that the bytes are there before it returns: a
 // file swept since Fetch gives ErrNotFound, so that a caller never starts
 // an answer it cannot finish. Reading then yields exactly n bytes, or an
 // error. Close the reader.
@@ -116,7 +139,12 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 // REPEATABLE READ transaction: every chunk comes from the same snapshot,
 // in which the row stays whole even if a sweep deletes it meanwhile. The
 // transaction holds a connection until Close.
-func (s *Store) Open(ctx context.Context, r Record, off, n int64) (Body, error) {
+func (s *Store) Open(ctx context.Context, f Fetched, off, n int64) (Body, error) {
+	by, err := f.checked("open")
+	if err != nil {
+		return Body{}, err
+	}
+	r := f.Record
 	if off < 0 || n < 0 || off+n > r.SizeBytes {
 		return Body{}, fmt.Errorf("open %s: range %d+%d outside %d bytes", r.FileID, off, n, r.SizeBytes)
 	}
@@ -140,7 +168,7 @@ func (s *Store) Open(ctx context.Context, r Record, off, n int64) (Body, error) 
 	if err != nil {
 		return Body{}, wrap(fmt.Sprintf("open %s", r.FileID), err)
 	}
-	rr := &rowReader{ctx: ctx, tx: tx, r: r, off: off, end: off + n}
+	rr := &rowReader{ctx: ctx, tx: tx, by: by, r: r, off: off, end: off + n}
 	// The first chunk now: a row swept since Fetch is ErrNotFound here,
 	// before the caller has answered anything.
 	if err := rr.fill(); err != nil {
@@ -162,10 +190,15 @@ type Body struct {
 // presignGetTTL is how long a redirect's presigned GET lives.
 const presignGetTTL = 5 * time.Minute
 
-// SignGet returns a presigned GET of r's object whose answer carries the
-// given Content-Disposition and Content-Type, for r as Fetch returned it;
-// ok is false, with no error, for a file that is not in the bucket.
-func (s *Store) SignGet(ctx context.Context, r Record, disposition, contentType string) (url string, ok bool, err error) {
+// SignGet returns a presigned GET of f's object whose answer carries the
+// given Content-Disposition and Content-Type, for f as Fetch returned it
+// (else ErrNotFetched, before any I/O); ok is false, with no error, for
+// a file that is not in the bucket.
+func (s *Store) SignGet(ctx context.Context, f Fetched, disposition, contentType string) (url string, ok bool, err error) {
+	if _, err := f.checked("sign get"); err != nil {
+		return "", false, err
+	}
+	r := f.Record
 	if r.s3Key == "" || s.bucket == nil {
 		return "", false, nil
 	}
@@ -180,6 +213,7 @@ func (s *Store) SignGet(ctx context.Context, r Record, disposition, contentType 
 type rowReader struct {
 	ctx      context.Context
 	tx       pgx.Tx
+	by       access // Fetch's check, named again by each chunk's statement
 	r        Record
 	off, end int64
 	buf      []byte
@@ -191,10 +225,13 @@ func (rr *rowReader) fill() error {
 		return nil
 	}
 	var chunk []byte
-	err := rr.tx.QueryRow(rr.ctx, `
-		SELECT substring(content FROM $3 FOR $4) FROM pending_uploads
-		WHERE file_id = $1 AND workspace_id = $2`,
-		rr.r.FileID, rr.r.WorkspaceID, rr.off+1, want).Scan(&chunk)
+	args, err := rr.by.args(pgx.StrictNamedArgs{"file_id": rr.r.FileID, "from": rr.off + 1, "n": want})
+	if err != nil {
+		return err
+	}
+	err = rr.tx.QueryRow(rr.ctx, `
+		SELECT substring(content FROM @from FOR @n) FROM pending_uploads
+		WHERE file_id = @file_id AND workspace_id = @workspace AND `+rr.by.callerMayAct, args).Scan(&chunk)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}

@@ -79,19 +79,20 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	if err != nil {
 		return nil, nil, err
 	}
-	st := rt.statement()
-	q := `SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
-		       created_at, fetched_at, expires_at
-		FROM pending_uploads
-		WHERE workspace_id = ` + st.Workspace() + ` AND acked_at IS NULL AND expires_at > now() AND ` + callerMayAct
+	named := pgx.StrictNamedArgs{"limit": limit + 1}
+	page := ""
 	if after != nil {
-		q += ` AND (created_at, file_id) > (` + st.Arg(after.CreatedAt) + `, ` + st.Arg(after.FileID) + `)`
+		page = `(created_at, file_id) > (@after_at::timestamptz, @after_file::uuid)`
+		named["after_at"], named["after_file"] = after.CreatedAt, after.FileID
 	}
 	// One more than asked tells whether another page follows; the rows
 	// are scanned in place: no Record per row on the heap.
-	q += ` ORDER BY created_at, file_id LIMIT ` + st.Arg(limit+1)
 	recs = make([]Record, 0, limit+1)
-	rt.queue(st, q).Query(func(rows pgx.Rows) error {
+	rt.queue(`SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+		       created_at, fetched_at, expires_at
+		FROM pending_uploads
+		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+rt.callerMayAct+andEach(page)+`
+		ORDER BY created_at, file_id LIMIT @limit`, named).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			recs = append(recs, Record{})
 			r := &recs[len(recs)-1]

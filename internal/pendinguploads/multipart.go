@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
@@ -88,9 +89,9 @@ func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, w
 		return err
 	}
 	for _, i := range idx {
-		st := rt.statement()
-		rt.queue(st, `UPDATE presigned_uploads SET s3_upload_id = `+st.Arg(uploads[i].S3UploadID)+`
-			WHERE upload_id = `+st.Arg(uploads[i].UploadID)+` AND workspace_id = `+st.Workspace()+` AND `+callerMayAct)
+		rt.queue(`UPDATE presigned_uploads SET s3_upload_id = @s3_upload_id
+			WHERE upload_id = @upload_id AND workspace_id = @workspace AND `+rt.callerMayAct,
+			pgx.StrictNamedArgs{"s3_upload_id": uploads[i].S3UploadID, "upload_id": uploads[i].UploadID})
 	}
 	_, err = rt.send(ctx, "presign: record multipart")
 	return err
@@ -177,9 +178,9 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 		return err
 	}
 	var deleted int64
-	st := rt.statement()
-	rt.queue(st, `DELETE FROM presigned_uploads
-		WHERE upload_id = `+st.Arg(uploadID)+` AND workspace_id = `+st.Workspace()+` AND file_id IS NULL AND `+callerMayAct,
+	rt.queue(`DELETE FROM presigned_uploads
+		WHERE upload_id = @upload_id AND workspace_id = @workspace AND file_id IS NULL AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"upload_id": uploadID},
 	).Exec(func(tag pgconn.CommandTag) error {
 		deleted = tag.RowsAffected()
 		return nil

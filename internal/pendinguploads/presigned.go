@@ -85,14 +85,16 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 	q := s.quotaFor(int64(len(items)), adding)
 	q.queue(rt, false)
 	var inserted int64
-	st := rt.statement()
-	rt.queue(st, `
+	named := presignedColumns(items)
+	named["window_micros"] = commitWindow.Microseconds()
+	rt.queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at, part_bytes, part_sha256)
-		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + `+st.Arg(commitWindow.Microseconds())+`::bigint * interval '1 microsecond',
+		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + @window_micros::bigint * interval '1 microsecond',
 		       u.part_bytes, u.part_sha256
-		FROM unnest(`+presignedColumns(st, items)+`)
+		FROM unnest(@ids::uuid[], @wss::uuid[], @names::text[], @types::text[], @sizes::bigint[], @sums::bytea[],
+		            @part_bytes::bigint[], @part_sums::bytea[])
 		     AS u(id, ws, name, type, size, sha256, part_bytes, part_sha256)
-		WHERE `+allOf(callerMayAct, q.cond(st))).Exec(func(tag pgconn.CommandTag) error {
+		WHERE `+rt.callerMayAct+` AND `+quotaFits, q.args(named)).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
@@ -109,11 +111,10 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 	return caller, nil
 }
 
-// presignedColumns binds items as st's parameters, one array a column
-// (upload_id, workspace_id, filename, mimetype, size_bytes, sha256,
-// part_bytes, part_sha256), and returns their placeholders, cast, for
-// unnest.
-func presignedColumns(st *statement, items []presignedUpload) string {
+// presignedColumns is items as named arguments, one array a column
+// (@ids, @wss, @names, @types, @sizes, @sums, @part_bytes, @part_sums),
+// for unnest.
+func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
 	ids := make([]uuid.UUID, len(items))
 	wss := make([]uuid.UUID, len(items))
 	names := make([]string, len(items))
@@ -131,9 +132,8 @@ func presignedColumns(st *statement, items []presignedUpload) string {
 			}
 		}
 	}
-	return st.Arg(uuidArray(ids)) + "::uuid[], " + st.Arg(uuidArray(wss)) + "::uuid[], " + st.Arg(names) + "::text[], " +
-		st.Arg(types) + "::text[], " + st.Arg(sizes) + "::bigint[], " + st.Arg(sums) + "::bytea[], " +
-		st.Arg(partBytes) + "::bigint[], " + st.Arg(partSums) + "::bytea[]"
+	return pgx.StrictNamedArgs{"ids": uuidArray(ids), "wss": uuidArray(wss), "names": names, "types": types,
+		"sizes": sizes, "sums": sums, "part_bytes": partBytes, "part_sums": partSums}
 }
 
 // lookupPresigned returns the unexpired presigned uploads of workspaceID
@@ -146,12 +146,12 @@ func (s *Store) lookupPresigned(ctx context.Context, id *auth.Identity, workspac
 		return nil, nil, err
 	}
 	out := make(map[uuid.UUID]presignedUpload, len(ids))
-	st := rt.statement()
-	rt.queue(st, `
+	rt.queue(`
 		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000'),
 		       coalesce(part_bytes, 0), coalesce(s3_upload_id, ''), part_sha256
 		FROM presigned_uploads
-		WHERE upload_id = ANY(`+st.Arg(uuidArray(ids))+`) AND workspace_id = `+st.Workspace()+` AND expires_at > now() AND `+callerMayAct,
+		WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"upload_ids": uuidArray(ids)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var u presignedUpload
@@ -183,11 +183,11 @@ func (s *Store) committedFiles(ctx context.Context, caller *auth.Identity, works
 		return nil, err
 	}
 	out := make(map[uuid.UUID]Record, len(fileIDs))
-	st := rt.statement()
-	rt.queue(st, `
+	rt.queue(`
 		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
 		FROM pending_uploads
-		WHERE file_id = ANY(`+st.Arg(uuidArray(fileIDs))+`) AND workspace_id = `+st.Workspace()+` AND `+callerMayAct,
+		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"file_ids": uuidArray(fileIDs)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r Record

@@ -64,27 +64,38 @@ func (q *quota) queue(rt *roundTrip, lock bool) {
 	if lock {
 		// A transaction-level advisory lock per workspace: concurrent
 		// stages of one workspace count one after the other.
-		st := rt.statement()
-		rt.queue(st, `SELECT pg_advisory_xact_lock(hashtextextended(`+st.Workspace()+`::text, 7226)) WHERE `+callerMayAct)
+		rt.queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE `+rt.callerMayAct, nil)
 	}
-	st := rt.statement()
-	rt.queue(st, `
+	rt.queue(`
 		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
-		WHERE workspace_id = `+st.Workspace()+` AND acked_at IS NULL AND expires_at > now() AND `+callerMayAct).QueryRow(func(row pgx.Row) error {
+		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+rt.callerMayAct, nil,
+	).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
 }
 
-// cond is the SQL condition, over st's parameters, that the call fits
-// the quota; "" without a quota.
-func (q *quota) cond(st *statement) string {
-	if q == nil {
-		return ""
+// quotaFits is the condition, named where a statement that stores
+// uses it, that what a call adds fits the workspace's quota, counted in
+// the statement's own snapshot: over @quota_off (no quota: the count is
+// skipped), @quota_files, @quota_bytes (what the call adds),
+// @quota_max_files, @quota_max_bytes and @workspace (quota.args binds
+// them).
+const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + @quota_files::bigint <= @quota_max_files::bigint
+		    AND coalesce(sum(size_bytes), 0) + @quota_bytes::bigint <= @quota_max_bytes::bigint
+		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()))`
+
+// args adds to named the arguments quotaFits names (a nil quota: off),
+// and returns named.
+func (q *quota) args(named pgx.StrictNamedArgs) pgx.StrictNamedArgs {
+	named["quota_off"] = q == nil
+	named["quota_files"], named["quota_max_files"] = int64(0), int64(math.MaxInt64)
+	named["quota_bytes"], named["quota_max_bytes"] = int64(0), int64(math.MaxInt64)
+	if q != nil {
+		named["quota_files"], named["quota_max_files"] = q.files, q.maxFiles
+		named["quota_bytes"], named["quota_max_bytes"] = q.bytes, q.maxBytes
 	}
-	return `(SELECT count(*) + ` + st.Arg(q.files) + `::bigint <= ` + st.Arg(q.maxFiles) + `::bigint
-		    AND coalesce(sum(size_bytes), 0) + ` + st.Arg(q.bytes) + `::bigint <= ` + st.Arg(q.maxBytes) + `::bigint
-		FROM pending_uploads WHERE workspace_id = ` + st.Workspace() + ` AND acked_at IS NULL AND expires_at > now())`
+	return named
 }
 
 // refusal is the QuotaError the measured counts show, or nil when the
@@ -102,17 +113,14 @@ func (q *quota) refusal() error {
 	return nil
 }
 
-// allOf joins SQL conditions with AND, skipping empty ones.
-func allOf(conds ...string) string {
+// andEach is " AND c" for each non-empty SQL condition c, to follow a
+// condition.
+func andEach(conds ...string) string {
 	out := ""
 	for _, c := range conds {
-		if c == "" {
-			continue
+		if c != "" {
+			out += " AND " + c
 		}
-		if out != "" {
-			out += " AND "
-		}
-		out += c
 	}
 	return out
 }

@@ -2,9 +2,10 @@ package pendinguploads
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
+	"maps"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,100 +13,148 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
 
-// callerMayAct marks, in a statement queued on a roundTrip, where the
-// condition that the call's caller may act on the call's workspace goes.
-// The roundTrip writes the condition there and binds its parameters; it
-// refuses a statement without the mark (errUnguarded), so no statement
-// that reads or writes a workspace's files runs for a caller it did not
-// check.
-const callerMayAct = "/* caller may act */"
+// access is a caller checked for one workspace: the only value from
+// which a statement that reads or writes a workspace's files (its
+// pending_uploads and presigned_uploads rows, their objects) is built.
+// Only Store.access makes one, and it refuses before any I/O an identity
+// that cannot act on the workspace whatever the database says: none at
+// all, a kind that names no credential, a token-backed identity without
+// its token's hash, a workspace token's identity for another workspace.
+// Its zero value holds no condition and is refused wherever it is used
+// (errNoAccess): nil or zero never means trusted.
+//
+// What the database must still confirm (that the token is live and may
+// act on the workspace) each statement confirms itself: it names
+// callerMayAct in its SQL, over the arguments args binds.
+type access struct {
+	caller  *auth.Identity
+	ws      uuid.UUID
+	trusted bool   // settled outside the database: auth.Identity.Trusted
+	hash    []byte // the token's SHA-256; nil only when trusted
+	// callerMayAct is the SQL condition, over @caller_trusted,
+	// @caller_hash and @workspace, that the caller may act on the
+	// workspace: a trusted identity, or a live token allowed on it
+	// (tokenSchema.mayActSQL). Every statement built from the access
+	// names it.
+	callerMayAct string
+	schema       tokenSchema // what the look-up of a Bearer reads
+}
 
-// errUnguarded is a statement queued without callerMayAct: a bug, never
-// sent.
-var errUnguarded = errors.New("a statement queued without the caller's check (callerMayAct)")
+// errNoAccess is a statement built from an access no check made: a bug,
+// never sent.
+var errNoAccess = errors.New("a statement without a checked caller (access)")
 
-// roundTrip is one call's round trip to the database for one caller on
-// one workspace: a batch (one implicit transaction) that carries the
-// look-up of the caller's bearer token, when it has one still to be
-// looked up, beside the statements of the call's work, each of them
-// guarded by the condition that the caller may act on the workspace. So a
-// refused bearer reads and stores nothing, even though its look-up runs
+// checkIdentity refuses, without I/O, an identity that cannot act on any
+// workspace: nil, a kind that names no credential, or a token-backed one
+// without its token's hash (auth.ErrInvalid). trusted says it needs no
+// token check.
+func checkIdentity(id *auth.Identity) (trusted bool, err error) {
+	switch {
+	case id == nil:
+		return false, fmt.Errorf("%w: no identity", auth.ErrInvalid)
+	case id.Trusted():
+		return true, nil
+	case id.Kind != auth.Bearer && id.Kind != auth.Workspace && id.Kind != auth.Org:
+		return false, fmt.Errorf("%w: a %s identity not settled by auth", auth.ErrInvalid, id.Kind)
+	case len(id.TokenHash()) != sha256.Size:
+		return false, fmt.Errorf("%w: a %s identity without its token's hash", auth.ErrInvalid, id.Kind)
+	}
+	return false, nil
+}
+
+// access checks that id may act on workspace ws as far as can be told
+// without the database (checkIdentity; a workspace token's identity for
+// another workspace is auth.ErrNotAllowed), then returns the access its
+// statements are built from. Its only I/O is the read of the token
+// tables, once per process, for an identity with a token; its error
+// then means the database cannot be asked: the call fails closed.
+func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (access, error) {
+	trusted, err := checkIdentity(id)
+	if err != nil {
+		return access{}, err
+	}
+	if id.Kind == auth.Workspace && id.WorkspaceID != ws {
+		return access{}, auth.ErrNotAllowed
+	}
+	a := access{caller: id, ws: ws, trusted: trusted}
+	if !trusted {
+		if a.schema, err = s.tokens.readSchema(ctx); err != nil {
+			return access{}, err
+		}
+		a.hash = id.TokenHash()
+	}
+	a.callerMayAct = a.schema.mayActSQL()
+	return a, nil
+}
+
+// args returns named with the caller's arguments added: those
+// callerMayAct names, and @workspace. Strict: a statement that does not
+// name each of them fails before it is sent (pgx.StrictNamedArgs).
+func (a access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
+	if a.callerMayAct == "" {
+		return nil, errNoAccess
+	}
+	out := make(pgx.StrictNamedArgs, len(named)+3)
+	maps.Copy(out, named)
+	out["caller_trusted"] = a.trusted
+	out["caller_hash"] = a.hash // SQL NULL when trusted: matches no token
+	out["workspace"] = a.ws
+	return out, nil
+}
+
+// roundTrip is one call's round trip to the database for one access: a
+// batch (one implicit transaction) that carries the look-up of the
+// caller's bearer token, when it has one still to be looked up, beside
+// the statements of the call's work, each naming access.callerMayAct. So
+// a refused bearer reads and stores nothing, even though its look-up runs
 // beside the work; and its answer costs no round trip of its own.
 //
-// Make one with Store.roundTrip, add each statement's parameters through
-// its statement (statement.Arg numbers them), queue, then send: send
-// returns the caller's verdict. A roundTrip is used once, by one
-// goroutine.
+// Make one with Store.roundTrip, queue each statement with its named
+// arguments, then send: send returns the caller's verdict. A roundTrip is
+// used once, by one goroutine.
 type roundTrip struct {
-	s      *Store
-	caller *auth.Identity
-	ws     uuid.UUID
-	schema tokenSchema
+	s *Store
+	access
 	batch  pgx.Batch
 	lookup *lookup // nil when the caller needs none
 	err    error   // a statement refused at queueing
 }
 
-// roundTrip starts the round trip of a call acting for caller on
-// workspace ws. Its error (reading the token tables, once per process)
-// means the database cannot be asked: the call fails closed.
-func (s *Store) roundTrip(ctx context.Context, caller *auth.Identity, ws uuid.UUID) (*roundTrip, error) {
-	rt := &roundTrip{s: s, caller: caller, ws: ws}
-	if caller.Trusted() {
-		return rt, nil
-	}
-	schema, err := s.tokens.readSchema(ctx)
+// roundTrip starts the round trip of a call acting for id on workspace
+// ws, after Store.access's check (its refusal, before any I/O, is the
+// error).
+func (s *Store) roundTrip(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*roundTrip, error) {
+	a, err := s.access(ctx, id, ws)
 	if err != nil {
 		return nil, err
 	}
-	rt.schema = schema
-	if caller.Kind == auth.Bearer {
-		rt.lookup = schema.queueLookup(&rt.batch, caller, &ws)
+	return s.roundTripOf(a)
+}
+
+// roundTripOf starts a round trip for an access already made.
+func (s *Store) roundTripOf(a access) (*roundTrip, error) {
+	if a.callerMayAct == "" {
+		return nil, errNoAccess
+	}
+	rt := &roundTrip{s: s, access: a}
+	if a.caller.Kind == auth.Bearer {
+		rt.lookup = a.schema.queueLookup(&rt.batch, a.caller, &a.ws)
 	}
 	return rt, nil
 }
 
-// statement is one statement's parameters, numbered as they are added.
-type statement struct {
-	rt   *roundTrip
-	args []any
-	ws   string // the placeholder of the call's workspace, once bound
-}
-
-// statement returns a statement of rt, with no parameters yet.
-func (rt *roundTrip) statement() *statement { return &statement{rt: rt} }
-
-// Arg binds v as the statement's next parameter and returns its
-// placeholder ("$3").
-func (st *statement) Arg(v any) string {
-	st.args = append(st.args, v)
-	return fmt.Sprintf("$%d", len(st.args))
-}
-
-// Workspace is the placeholder of the call's workspace, bound once per
-// statement.
-func (st *statement) Workspace() string {
-	if st.ws == "" {
-		st.ws = st.Arg(st.rt.ws)
-	}
-	return st.ws
-}
-
-// queue adds st's sql to the batch with callerMayAct replaced by the
-// condition that the caller may act on the workspace; chain Query,
-// QueryRow or Exec to read its result. A statement without callerMayAct is
-// not queued, and send fails.
-func (rt *roundTrip) queue(st *statement, sql string) *pgx.QueuedQuery {
-	if !strings.Contains(sql, callerMayAct) {
-		rt.err = errUnguarded
+// queue adds sql, with named and the caller's arguments (access.args), to
+// the batch; chain Query, QueryRow or Exec to read its result. sql must
+// name callerMayAct: one that does not use every argument is refused
+// when sent (pgx.StrictNamedArgs), and so is any statement of a roundTrip
+// whose access no check made.
+func (rt *roundTrip) queue(sql string, named pgx.StrictNamedArgs) *pgx.QueuedQuery {
+	args, err := rt.args(named)
+	if err != nil {
+		rt.err = err
 		return &pgx.QueuedQuery{} // not in the batch
 	}
-	var hash []byte // SQL NULL: a trusted caller
-	if !rt.caller.Trusted() {
-		hash = rt.caller.TokenHash()
-	}
-	cond := rt.schema.mayActSQL(st.Arg(hash), st.Workspace())
-	return rt.batch.Queue(strings.ReplaceAll(sql, callerMayAct, cond), st.args...)
+	return rt.batch.Queue(sql, args)
 }
 
 // send sends the batch, one round trip (none when it is empty: a
@@ -126,9 +175,6 @@ func (rt *roundTrip) send(ctx context.Context, op string) (*auth.Identity, error
 		}
 	}
 	if rt.lookup == nil {
-		if rt.caller.Kind == auth.Workspace && rt.caller.WorkspaceID != rt.ws {
-			return rt.caller, auth.ErrNotAllowed
-		}
 		return rt.caller, nil
 	}
 	found, err := rt.lookup.verdict()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,8 +69,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 		return nil, err
 	}
 	q.queue(rt, true)
-	st := rt.statement()
-	ins := queueInsert(ctx, rt, st, s.TTL, recs, contents, q.cond(st))
+	ins := queueInsert(ctx, rt, s.TTL, recs, contents, nil, q)
 	if err := s.finish(ctx, rt, ins, q, recs); err != nil {
 		return nil, err
 	}
@@ -172,13 +172,16 @@ type inserted struct {
 	n        int
 }
 
-// queueInsert queues on rt, as statement st, the INSERT of recs (the
-// bytes of an inline one in contents, nil for one in the bucket) and of
-// their activity rows, as one statement; the rows' created_at and
-// expires_at come back into recs. With extra, a further condition over
-// st's parameters, the statement inserts only when it holds. Each file
-// is a VALUES row of its own parameters: its bytes go to Postgres as one
-// bytea, not inside an array Postgres would take apart again.
+// queueInsert queues on rt the INSERT of recs (the bytes of an inline
+// one in contents, nil for one in the bucket) and of their activity rows,
+// as one statement; the rows' created_at and expires_at come back into
+// recs. It inserts only when the files fit q (quotaFits) and, for
+// Commit, when every presigned upload of uploadIDs (recs[i] copied from
+// uploadIDs[i]; none for Stage) is claimed for its file in the same
+// transaction (claimedAll). Each file is a VALUES
+// row of its own arguments (@file_id_0, @content_0, …): its bytes go to
+// Postgres as one bytea, not inside an array Postgres would take apart
+// again.
 //
 // The statement also inserts nothing once ctx's deadline has passed on
 // the server's clock at the start of the transaction (now()): a batch
@@ -187,10 +190,15 @@ type inserted struct {
 // and must not then store the files a retrying client stages again. (A
 // freeze in the instant between the server's commit and its answer still
 // leaves the outcome unknown; nothing can close that.)
-func queueInsert(ctx context.Context, rt *roundTrip, st *statement, ttl time.Duration,
-	recs []Record, contents [][]byte, extra string) *inserted {
+func queueInsert(ctx context.Context, rt *roundTrip, ttl time.Duration,
+	recs []Record, contents [][]byte, uploadIDs []uuid.UUID, q *quota) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
-	ws, deadline := st.Workspace(), st.Arg(ins.deadline)
+	fileIDs := make([]uuid.UUID, len(uploadIDs))
+	for i := range uploadIDs {
+		fileIDs[i] = recs[i].FileID
+	}
+	named := q.args(pgx.StrictNamedArgs{"deadline": ins.deadline, "ttl_micros": ttl.Microseconds(),
+		"upload_ids": uuidArray(uploadIDs), "file_ids": uuidArray(fileIDs)})
 	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -198,28 +206,31 @@ func queueInsert(ctx context.Context, rt *roundTrip, st *statement, ttl time.Dur
 		if r.s3Key != "" {
 			key = &r.s3Key
 		}
-		rows[i] = "(" + st.Arg(r.FileID.String()) + "::uuid, " + st.Arg(contents[i]) + "::bytea, " + st.Arg(key) + "::text, " +
-			st.Arg(r.SizeBytes) + "::bigint, " + st.Arg(r.SHA256) + "::bytea, " + st.Arg(r.Filename) + "::text, " + st.Arg(r.Mimetype) + "::text)"
+		n := strconv.Itoa(i)
+		named["file_id_"+n], named["content_"+n], named["s3_key_"+n] = r.FileID.String(), contents[i], key
+		named["size_"+n], named["sha256_"+n], named["filename_"+n], named["mimetype_"+n] = r.SizeBytes, r.SHA256, r.Filename, r.Mimetype
+		rows[i] = "(@file_id_" + n + "::uuid, @content_" + n + "::bytea, @s3_key_" + n + "::text, @size_" + n + "::bigint, @sha256_" + n +
+			"::bytea, @filename_" + n + "::text, @mimetype_" + n + "::text)"
 		ins.recs[r.FileID] = r
 	}
-	rt.queue(st, `
+	rt.queue(`
 		WITH ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		    SELECT v.file_id, `+ws+`, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
-		           now(), now() + `+st.Arg(ttl.Microseconds())+`::bigint * interval '1 microsecond'
+		    SELECT v.file_id, @workspace, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
+		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE `+allOf(`(`+deadline+`::timestamptz IS NULL OR now() <= `+deadline+`)`, callerMayAct, extra)+`
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
-		    SELECT `+ws+`, 'a2a_receive', 'chat_upload_receive', `+ws+`, 'chat_upload_receive: ' || filename, 'ok',
+		    SELECT @workspace, 'a2a_receive', 'chat_upload_receive', @workspace, 'chat_upload_receive: ' || filename, 'ok',
 		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
-		                              'uri', 'platform-pending:' || `+ws+`::text || '/' || file_id::text)
+		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
 		    FROM ins
 		)
-		SELECT file_id, created_at, expires_at FROM ins`,
+		SELECT file_id, created_at, expires_at FROM ins`, named,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id uuid.UUID

@@ -3,7 +3,6 @@ package pendinguploads
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -97,27 +96,32 @@ func (t *tokens) schemaChanged(err error) bool {
 	return true
 }
 
-// mayActSQL is the SQL condition, over the parameters hash (a bearer's
-// SHA-256, or NULL for a trusted identity) and ws (the workspace), that
-// holds for a trusted identity or a live token allowed on that workspace.
-func (s tokenSchema) mayActSQL(hash, ws string) string {
-	g := `(` + hash + `::bytea IS NULL OR EXISTS (
+// mayActSQL is the condition, named callerMayAct where statements use
+// it (access), that the caller may act on the workspace: over the named
+// arguments @caller_trusted (an identity settled outside the database:
+// auth.Identity.Trusted), @caller_hash (a token's SHA-256; NULL, which
+// matches no token, for a trusted one) and @workspace. It holds for a
+// trusted identity, or a live token allowed on that workspace. A NULL
+// never makes it hold: only @caller_trusted does.
+func (s tokenSchema) mayActSQL() string {
+	g := `(@caller_trusted::boolean OR EXISTS (
 		SELECT 1 FROM workspace_auth_tokens tok
-		WHERE tok.token_hash = ` + hash + ` AND tok.revoked_at IS NULL AND tok.workspace_id = ` + ws + `::uuid)`
+		WHERE tok.token_hash = @caller_hash::bytea AND tok.revoked_at IS NULL AND tok.workspace_id = @workspace::uuid)`
 	if s.orgTokens {
-		g += " OR " + s.orgAllowedSQL(hash, ws)
+		g += " OR " + s.orgAllowedSQL()
 	}
 	return g + ")"
 }
 
-// orgAllowedSQL is the SQL condition that a live org token of hash $h may
-// act on workspace $w: unanchored, or anchored (org_id) to a workspace of
-// the same org (org roots compared, following parent_id up from each, at
-// most 64 levels), or to the control plane's org UUID whose UUID v5 is the
-// org root's id. Each walk starts from one row found by its primary key,
-// so the planner's estimate stays small (a large one would have Postgres
-// JIT-compile the statement: half a second, every time).
-func (s tokenSchema) orgAllowedSQL(h, w string) string {
+// orgAllowedSQL is the SQL condition that a live org token of hash
+// @caller_hash may act on workspace @workspace: unanchored, or anchored
+// (org_id) to a workspace of the same org (org roots compared, following
+// parent_id up from each, at most 64 levels), or to the control plane's
+// org UUID whose UUID v5 is the org root's id. Each walk starts from one
+// row found by its primary key, so the planner's estimate stays small (a
+// large one would have Postgres JIT-compile the statement: half a
+// second, every time).
+func (s tokenSchema) orgAllowedSQL() string {
 	v5 := "false"
 	if s.uuidv5 {
 		// UUID v5 (SHA-1, RFC 4122 URL namespace) of
@@ -126,12 +130,12 @@ func (s tokenSchema) orgAllowedSQL(h, w string) string {
 		              FROM substring(digest('\x6ba7b8119dad11d180b400c04fd430c8'::bytea
 		                  || convert_to('molecule-platform-agent:' || o.org_id::text, 'UTF8'), 'sha1') FROM 1 FOR 16) AS d)`
 	}
-	return fmt.Sprintf(`EXISTS (
+	return `EXISTS (
 		WITH RECURSIVE o AS (
 		    SELECT org_id FROM org_api_tokens
-		    WHERE token_hash = %[1]s AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+		    WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
 		), ws_up(id, parent_id, depth) AS (
-		    SELECT id, parent_id, 0 FROM workspaces WHERE id = %[2]s::uuid
+		    SELECT id, parent_id, 0 FROM workspaces WHERE id = @workspace::uuid
 		  UNION ALL
 		    SELECT w.id, w.parent_id, u.depth + 1 FROM ws_up u JOIN workspaces w ON w.id = u.parent_id WHERE u.depth < 64
 		), anchor_up(id, parent_id, depth) AS (
@@ -142,27 +146,27 @@ func (s tokenSchema) orgAllowedSQL(h, w string) string {
 		SELECT 1 FROM o
 		WHERE o.org_id IS NULL OR EXISTS (
 		    SELECT 1 FROM ws_up r WHERE r.parent_id IS NULL
-		      AND (%[3]s OR r.id IN (SELECT id FROM anchor_up WHERE parent_id IS NULL))))`,
-		h, w, v5)
+		      AND (` + v5 + ` OR r.id IN (SELECT id FROM anchor_up WHERE parent_id IS NULL))))`
 }
 
-// lookupSQL finds a live token by its hash ($1): where it lives, its
-// workspace (a workspace token's), its safe prefix, whether last_used_at
-// is due, and whether it may act on workspace $2 (NULL: a call that names
-// no workspace, for which any live token will do). The indexes on
+// lookupSQL finds a live token by its hash (@caller_hash): where it
+// lives, its workspace (a workspace token's), its safe prefix, whether
+// last_used_at is due, and whether it may act on workspace @workspace
+// (NULL: a call that names no workspace, for which any live token will
+// do). The indexes on
 // token_hash compare digests, never tokens.
 func (s tokenSchema) lookupSQL() string {
 	q := `
 		SELECT 'workspace_auth_tokens', workspace_id, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       $2::uuid IS NULL OR workspace_id = $2::uuid
-		FROM workspace_auth_tokens WHERE token_hash = $1 AND revoked_at IS NULL`
+		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid
+		FROM workspace_auth_tokens WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL`
 	if s.orgTokens {
 		q += `
 		UNION ALL
 		SELECT 'org_api_tokens', NULL::uuid, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       $2::uuid IS NULL OR ` + s.orgAllowedSQL("$1", "$2") + `
+		       @workspace::uuid IS NULL OR ` + s.orgAllowedSQL() + `
 		FROM org_api_tokens
-		WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
+		WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 	}
 	return q + `
 		LIMIT 1`
@@ -188,7 +192,7 @@ type foundToken struct {
 // any), to b.
 func (s tokenSchema) queueLookup(b *pgx.Batch, bearer *auth.Identity, ws *uuid.UUID) *lookup {
 	l := &lookup{bearer: bearer}
-	b.Queue(s.lookupSQL(), bearer.TokenHash(), ws).Query(func(rows pgx.Rows) error {
+	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": bearer.TokenHash(), "workspace": ws}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			f := &foundToken{}
 			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed); err != nil {
@@ -261,6 +265,9 @@ func (t *tokens) stamp(l *lookup) func(context.Context) {
 // auth.ErrNotAllowed, or the database's error (ErrUnavailable when it is
 // down or the token tables changed under the look-up).
 func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error) {
+	if _, err := checkIdentity(id); err != nil {
+		return id, err
+	}
 	if id.Kind != auth.Bearer {
 		if id.Kind == auth.Workspace && ws != nil && id.WorkspaceID != *ws {
 			return id, auth.ErrNotAllowed

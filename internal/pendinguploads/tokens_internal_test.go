@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -37,7 +38,7 @@ func TestLookupPlansStaySmall(t *testing.T) {
 	hash, ws := auth.TokenIdentity("some-token").TokenHash(), uuid.New()
 	for name, q := range map[string]string{
 		"lookup": s.lookupSQL(),
-		"guard":  `SELECT 1 FROM pending_uploads WHERE workspace_id = $2 AND ` + s.mayActSQL("$1", "$2"),
+		"guard":  `SELECT 1 FROM pending_uploads WHERE workspace_id = @workspace AND ` + s.mayActSQL(),
 	} {
 		var plan []struct {
 			Plan struct {
@@ -45,7 +46,8 @@ func TestLookupPlansStaySmall(t *testing.T) {
 			} `json:"Plan"`
 		}
 		var raw []byte
-		if err := pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+q, hash, ws).Scan(&raw); err != nil {
+		args := pgx.NamedArgs{"caller_hash": hash, "workspace": ws, "caller_trusted": false}
+		if err := pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+q, args).Scan(&raw); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
