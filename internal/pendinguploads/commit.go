@@ -3,10 +3,11 @@ package pendinguploads
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -86,106 +87,42 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	return recs, false, nil
 }
 
-// afterLostClaim answers a commit whose claim was lost, or whose objects
-// were not there (nr): when a concurrent commit of the same uploads took
-// them, with what it stored (replayed); otherwise with nr, or the first
-// upload taken.
-func (s *Store) afterLostClaim(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploadIDs []uuid.UUID,
-	nr *NotReceivedError) ([]Record, bool, error) {
-	_, now, err := s.lookupPresigned(ctx, caller, workspaceID, uploadIDs)
+// lookupPresigned returns the unexpired presigned uploads of workspaceID
+// among ids, committed ones included (with their FileID), in one round
+// trip with id's check, and who the call acts as (the round trip's
+// verdict). Missing ones are absent from the map.
+func (s *Store) lookupPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID) (*auth.Identity, map[uuid.UUID]presignedUpload, error) {
+	rt, err := s.roundTrip(ctx, id, workspaceID)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, now); ok || err != nil {
-		return recs, ok, err
-	}
-	if nr == nil {
-		nr = firstTaken(uploadIDs, now)
-	}
-	return nil, false, nr
-}
-
-// deleteStaging deletes the staging objects of a commit that committed:
-// the objects under objects/ are the files now. The lifecycle rule
-// removes any staging object this misses, a day later: the file is then
-// twice in the bucket, so it is said.
-func (s *Store) deleteStaging(ctx context.Context, workspaceID uuid.UUID, uploadIDs []uuid.UUID, uploads map[uuid.UUID]presignedUpload) {
-	keys := make([]string, len(uploadIDs))
-	for i, id := range uploadIDs {
-		keys[i] = uploads[id].stagingKey()
-	}
-	if err := s.bucket.Delete(ctx, keys); err != nil {
-		s.logger().Warn("staging copies not deleted after the commit; the bucket's lifecycle rule removes them within a day",
-			"workspace_id", workspaceID, "keys", len(keys), "err", err)
-	}
-}
-
-// claimAndInsert stores recs, copied from the presigned uploads ids
-// (recs[i] from ids[i]), in one round trip, one implicit transaction,
-// acting for caller: it claims every upload (each then names the file it
-// became) and inserts the rows and their activity rows, or stores nothing
-// (errClaimLost) when any upload expired or another commit took it first.
-// The uploads are locked in upload_id order, so two commits sharing
-// uploads wait for each other instead of deadlocking.
-func (s *Store) claimAndInsert(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID, recs []Record) error {
-	fileIDs := make([]uuid.UUID, len(recs))
-	for i, r := range recs {
-		fileIDs[i] = r.FileID
-	}
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		s.discard(ctx, recs)
-		return err
-	}
-	q := s.quotaFor(int64(len(recs)), total(recs))
-	q.queue(rt, true)
-	// The claim and the rows hold together: each statement takes its
-	// part only when the uploads are all there, the deadline has not
-	// passed, the caller is allowed and the files fit the quota; the
-	// rows, also only beside their claims.
+	out := make(map[uuid.UUID]presignedUpload, len(ids))
 	rt.queue(`
-		WITH locked AS MATERIALIZED (
-		    SELECT upload_id FROM presigned_uploads
-		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
-		    ORDER BY upload_id FOR UPDATE
-		)
-		UPDATE presigned_uploads p SET file_id = c.file_id
-		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
-		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
-		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits,
-		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	ins := queueInsert(ctx, rt, s.TTL, recs, make([][]byte, len(recs)), ids, q)
-	return s.finish(ctx, rt, ins, q, recs)
-}
-
-// claimedAll is the condition, named where the INSERT of files uses it
-// (queueInsert), that every upload of @upload_ids is claimed, in this
-// transaction, for its file of @file_ids, in @workspace: Commit's; it
-// holds for Stage's, which names none.
-const claimedAll = `(SELECT count(*) FROM presigned_uploads p JOIN unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
-		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = @workspace) = cardinality(@upload_ids::uuid[])`
-
-// deadlineOf is ctx's deadline, or nil.
-func deadlineOf(ctx context.Context) *time.Time {
-	if dl, ok := ctx.Deadline(); ok {
-		return &dl
-	}
-	return nil
-}
-
-// firstTaken names the first upload a lost claim could not take: gone
-// (expired) or committed by another commit.
-func firstTaken(ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) *NotReceivedError {
-	for _, id := range ids {
-		u, ok := uploads[id]
-		if !ok {
-			return &NotReceivedError{id, "expired before the commit"}
+		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000'),
+		       coalesce(part_bytes, 0), coalesce(s3_upload_id, ''), part_sha256
+		FROM presigned_uploads
+		WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"upload_ids": uuidArray(ids)},
+	).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var u presignedUpload
+			var partSums []byte
+			if err := rows.Scan(&u.UploadID, &u.WorkspaceID, &u.Filename, &u.Mimetype, &u.SizeBytes, &u.SHA256, &u.FileID,
+				&u.PartBytes, &u.S3UploadID, &partSums); err != nil {
+				return err
+			}
+			for sum := range slices.Chunk(partSums, sha256.Size) {
+				u.PartSHA256 = append(u.PartSHA256, sum)
+			}
+			out[u.UploadID] = u
 		}
-		if u.committed() {
-			return &NotReceivedError{id, "taken by a concurrent commit"}
-		}
+		return rows.Err()
+	})
+	caller, err := rt.send(ctx, "lookup presigned")
+	if err != nil {
+		return nil, nil, err
 	}
-	return &NotReceivedError{ids[0], "taken by a concurrent commit, since rolled back"}
+	return caller, out, nil
 }
 
 // committedBefore returns the files a commit of every one of ids stored
@@ -213,6 +150,36 @@ func (s *Store) committedBefore(ctx context.Context, caller *auth.Identity, work
 		recs[i] = rec
 	}
 	return recs, true, nil
+}
+
+// committedFiles returns the rows of workspaceID's files among fileIDs
+// (without content), whatever their state, acting for caller; missing
+// ones are absent. A retried commit answers with them.
+func (s *Store) committedFiles(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]Record, len(fileIDs))
+	rt.queue(`
+		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
+		FROM pending_uploads
+		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+rt.callerMayAct,
+		pgx.StrictNamedArgs{"file_ids": uuidArray(fileIDs)},
+	).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r Record
+			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256, &r.s3Key); err != nil {
+				return err
+			}
+			out[r.FileID] = r
+		}
+		return rows.Err()
+	})
+	if _, err := rt.send(ctx, "committed files"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // copyConcurrency bounds the objects one commit copies and hashes at once.
@@ -266,4 +233,136 @@ func (s *Store) copyAndMeasure(ctx context.Context, workspaceID uuid.UUID, ids [
 		return nil, err
 	}
 	return recs, nil
+}
+
+// completeMultipart assembles p's multipart upload from the parts the bucket
+// holds, which must be every part, each of its size: else a
+// *NotReceivedError naming what is missing. An upload the bucket no
+// longer has was completed before (a commit whose answer was lost), or
+// aborted: copyAndMeasure then finds its object, or not.
+func (s *Store) completeMultipart(ctx context.Context, p presignedUpload) error {
+	parts, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
+	if errors.Is(err, ErrBlobNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("commit: list parts", err)
+	}
+	want := p.partCount()
+	byNumber := make(map[int32]Part, len(parts))
+	for _, part := range parts {
+		byNumber[part.Number] = part
+	}
+	done := make([]Part, 0, want)
+	for n := 1; n <= want; n++ {
+		part, ok := byNumber[int32(n)]
+		switch {
+		case !ok:
+			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d of %d missing", n, want)}
+		case part.Size != p.partSize(n):
+			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d holds %d bytes, %d declared", n, part.Size, p.partSize(n))}
+		}
+		done = append(done, part)
+	}
+	if len(parts) != want {
+		return &NotReceivedError{p.UploadID, fmt.Sprintf("%d parts, %d declared", len(parts), want)}
+	}
+	if err := s.bucket.CompleteMultipart(ctx, p.stagingKey(), p.S3UploadID, done); err != nil && !errors.Is(err, ErrBlobNotFound) {
+		return wrap("commit: complete multipart", err)
+	}
+	return nil
+}
+
+// claimAndInsert stores recs, copied from the presigned uploads ids
+// (recs[i] from ids[i]), in one round trip, one implicit transaction,
+// acting for caller: it claims every upload (each then names the file it
+// became) and inserts the rows and their activity rows, or stores nothing
+// (errClaimLost) when any upload expired or another commit took it first.
+// The uploads are locked in upload_id order, so two commits sharing
+// uploads wait for each other instead of deadlocking.
+func (s *Store) claimAndInsert(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID, recs []Record) error {
+	fileIDs := make([]uuid.UUID, len(recs))
+	for i, r := range recs {
+		fileIDs[i] = r.FileID
+	}
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		s.discard(ctx, recs)
+		return err
+	}
+	q := s.quotaFor(int64(len(recs)), total(recs))
+	q.queue(rt, true)
+	// The claim and the rows hold together: each statement takes its
+	// part only when the uploads are all there, the deadline has not
+	// passed, the caller is allowed and the files fit the quota; the
+	// rows, also only beside their claims.
+	rt.queue(`
+		WITH locked AS MATERIALIZED (
+		    SELECT upload_id FROM presigned_uploads
+		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
+		    ORDER BY upload_id FOR UPDATE
+		)
+		UPDATE presigned_uploads p SET file_id = c.file_id
+		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
+		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits,
+		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
+	ins := queueInsert(ctx, rt, s.TTL, recs, make([][]byte, len(recs)), ids, q)
+	return s.finish(ctx, rt, ins, q, recs)
+}
+
+// claimedAll is the condition, named where the INSERT of files uses it
+// (queueInsert), that every upload of @upload_ids is claimed, in this
+// transaction, for its file of @file_ids, in @workspace: Commit's; it
+// holds for Stage's, which names none.
+const claimedAll = `(SELECT count(*) FROM presigned_uploads p JOIN unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
+		         ON p.upload_id = c.upload_id AND p.file_id = c.file_id AND p.workspace_id = @workspace) = cardinality(@upload_ids::uuid[])`
+
+// afterLostClaim answers a commit whose claim was lost, or whose objects
+// were not there (nr): when a concurrent commit of the same uploads took
+// them, with what it stored (replayed); otherwise with nr, or the first
+// upload taken.
+func (s *Store) afterLostClaim(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploadIDs []uuid.UUID,
+	nr *NotReceivedError) ([]Record, bool, error) {
+	_, now, err := s.lookupPresigned(ctx, caller, workspaceID, uploadIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, now); ok || err != nil {
+		return recs, ok, err
+	}
+	if nr == nil {
+		nr = firstTaken(uploadIDs, now)
+	}
+	return nil, false, nr
+}
+
+// firstTaken names the first upload a lost claim could not take: gone
+// (expired) or committed by another commit.
+func firstTaken(ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) *NotReceivedError {
+	for _, id := range ids {
+		u, ok := uploads[id]
+		if !ok {
+			return &NotReceivedError{id, "expired before the commit"}
+		}
+		if u.committed() {
+			return &NotReceivedError{id, "taken by a concurrent commit"}
+		}
+	}
+	return &NotReceivedError{ids[0], "taken by a concurrent commit, since rolled back"}
+}
+
+// deleteStaging deletes the staging objects of a commit that committed:
+// the objects under objects/ are the files now. The lifecycle rule
+// removes any staging object this misses, a day later: the file is then
+// twice in the bucket, so it is said.
+func (s *Store) deleteStaging(ctx context.Context, workspaceID uuid.UUID, uploadIDs []uuid.UUID, uploads map[uuid.UUID]presignedUpload) {
+	keys := make([]string, len(uploadIDs))
+	for i, id := range uploadIDs {
+		keys[i] = uploads[id].stagingKey()
+	}
+	if err := s.bucket.Delete(ctx, keys); err != nil {
+		s.logger().Warn("staging copies not deleted after the commit; the bucket's lifecycle rule removes them within a day",
+			"workspace_id", workspaceID, "keys", len(keys), "err", err)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
@@ -36,95 +35,6 @@ var (
 	// ErrNotMultipart is returned by Resume for an upload of one PUT.
 	ErrNotMultipart = errors.New("pendinguploads: not a multipart upload")
 )
-
-// startMultipart starts, in the bucket, the multipart upload of each
-// upload that has parts, and records the bucket's ids: one more round
-// trip, for presigns with parts only. On failure the uploads started are
-// aborted, and the presigned uploads, which no part can reach, expire.
-func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload) error {
-	var idx []int
-	for i, p := range uploads {
-		if p.multipart() {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(objectConcurrency)
-	for _, i := range idx {
-		p := &uploads[i]
-		g.Go(func() error {
-			id, err := s.bucket.CreateMultipart(gctx, p.stagingKey(), p.contentType(), p.PartSHA256 != nil)
-			if err != nil {
-				return wrap("presign: start multipart", err)
-			}
-			p.S3UploadID = id
-			return nil
-		})
-	}
-	err := g.Wait()
-	if err == nil {
-		err = s.recordMultipartIDs(ctx, caller, workspaceID, uploads, idx)
-	}
-	if err != nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
-		defer cancel()
-		for _, i := range idx {
-			if id := uploads[i].S3UploadID; id != "" {
-				_ = s.bucket.AbortMultipart(actx, uploads[i].stagingKey(), id)
-			}
-		}
-		return err
-	}
-	return nil
-}
-
-// recordMultipartIDs records the bucket's id of each upload uploads[i],
-// i in idx, in one round trip acting for caller.
-func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		return err
-	}
-	for _, i := range idx {
-		rt.queue(`UPDATE presigned_uploads SET s3_upload_id = @s3_upload_id
-			WHERE upload_id = @upload_id AND workspace_id = @workspace AND `+rt.callerMayAct,
-			pgx.StrictNamedArgs{"s3_upload_id": uploads[i].S3UploadID, "upload_id": uploads[i].UploadID})
-	}
-	_, err = rt.send(ctx, "presign: record multipart")
-	return err
-}
-
-// planParts is p's multipart plan: the parts the bucket holds (received, as
-// ListParts returned them; nil for none yet) and a signed PUT of every
-// other part.
-func (s *Store) planParts(ctx context.Context, p presignedUpload, received []Part) (*Multipart, error) {
-	m := &Multipart{PartBytes: p.PartBytes, PartCount: p.partCount(), Received: received}
-	have := map[int32]bool{}
-	for _, r := range received {
-		if r.Size == p.partSize(int(r.Number)) {
-			have[r.Number] = true
-		}
-	}
-	for n := 1; n <= m.PartCount; n++ {
-		if have[int32(n)] {
-			continue
-		}
-		var sum []byte
-		if p.PartSHA256 != nil {
-			sum = p.PartSHA256[n-1]
-		}
-		size := p.partSize(n)
-		url, headers, err := s.bucket.PresignPart(ctx, p.stagingKey(), p.S3UploadID, int32(n), size, sum, presignPutTTL)
-		if err != nil {
-			return nil, wrap("presign part", err)
-		}
-		m.Parts = append(m.Parts, PartPut{Number: int32(n), Size: size, URL: url, Headers: headers})
-	}
-	return m, nil
-}
 
 // Resume tells, for the multipart upload uploadID of workspaceID (acting
 // for id), which parts the bucket holds, and signs fresh PUTs of the
@@ -215,42 +125,4 @@ func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceI
 		return nil, presignedUpload{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
 	}
 	return caller, p, nil
-}
-
-// completeMultipart assembles p's multipart upload from the parts the bucket
-// holds, which must be every part, each of its size: else a
-// *NotReceivedError naming what is missing. An upload the bucket no
-// longer has was completed before (a commit whose answer was lost), or
-// aborted: copyAndMeasure then finds its object, or not.
-func (s *Store) completeMultipart(ctx context.Context, p presignedUpload) error {
-	parts, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
-	if errors.Is(err, ErrBlobNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("commit: list parts", err)
-	}
-	want := p.partCount()
-	byNumber := make(map[int32]Part, len(parts))
-	for _, part := range parts {
-		byNumber[part.Number] = part
-	}
-	done := make([]Part, 0, want)
-	for n := 1; n <= want; n++ {
-		part, ok := byNumber[int32(n)]
-		switch {
-		case !ok:
-			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d of %d missing", n, want)}
-		case part.Size != p.partSize(n):
-			return &NotReceivedError{p.UploadID, fmt.Sprintf("part %d holds %d bytes, %d declared", n, part.Size, p.partSize(n))}
-		}
-		done = append(done, part)
-	}
-	if len(parts) != want {
-		return &NotReceivedError{p.UploadID, fmt.Sprintf("%d parts, %d declared", len(parts), want)}
-	}
-	if err := s.bucket.CompleteMultipart(ctx, p.stagingKey(), p.S3UploadID, done); err != nil && !errors.Is(err, ErrBlobNotFound) {
-		return wrap("commit: complete multipart", err)
-	}
-	return nil
 }

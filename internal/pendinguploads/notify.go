@@ -14,15 +14,3 @@ import (
 type Notifier interface {
 	Notify(ctx context.Context, workspaceID uuid.UUID, fileIDs []uuid.UUID)
 }
-
-// notify tells the Notifier, if any, of recs (one workspace's).
-func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record) {
-	if s.Notifier == nil || len(recs) == 0 {
-		return
-	}
-	ids := make([]uuid.UUID, len(recs))
-	for i, r := range recs {
-		ids[i] = r.FileID
-	}
-	s.Notifier.Notify(ctx, workspaceID, ids)
-}

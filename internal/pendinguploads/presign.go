@@ -1,12 +1,16 @@
 package pendinguploads
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
@@ -141,6 +145,140 @@ func (s *Store) presignedUploadOf(f Declared, workspaceID uuid.UUID) (presignedU
 	return u, nil
 }
 
+// recordPresigned records what a presign declared, in one round trip
+// with id's check, committable until now + commitWindow, and returns who
+// the call acts as (the round trip's verdict).
+func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []presignedUpload) (*auth.Identity, error) {
+	if len(items) == 0 {
+		return id, nil
+	}
+	if len(items) > limits.MaxFiles {
+		return nil, ErrTooManyItems
+	}
+	rt, err := s.roundTrip(ctx, id, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	var adding int64
+	for _, it := range items {
+		adding += it.SizeBytes
+	}
+	// The quota, early: without the workspace's lock (the commit checks
+	// it exactly).
+	q := s.quotaFor(int64(len(items)), adding)
+	q.queue(rt, false)
+	var inserted int64
+	named := presignedColumns(items)
+	named["window_micros"] = commitWindow.Microseconds()
+	rt.queue(`
+		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at, part_bytes, part_sha256)
+		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + @window_micros::bigint * interval '1 microsecond',
+		       u.part_bytes, u.part_sha256
+		FROM unnest(@ids::uuid[], @wss::uuid[], @names::text[], @types::text[], @sizes::bigint[], @sums::bytea[],
+		            @part_bytes::bigint[], @part_sums::bytea[])
+		     AS u(id, ws, name, type, size, sha256, part_bytes, part_sha256)
+		WHERE `+rt.callerMayAct+` AND `+quotaFits, q.args(named)).Exec(func(tag pgconn.CommandTag) error {
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	caller, err := rt.send(ctx, "record presigned")
+	if err != nil {
+		return nil, err
+	}
+	if inserted != int64(len(items)) {
+		if err := q.refusal(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
+	}
+	return caller, nil
+}
+
+// presignedColumns is items as named arguments, one array a column
+// (@ids, @wss, @names, @types, @sizes, @sums, @part_bytes, @part_sums),
+// for unnest.
+func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
+	ids := make([]uuid.UUID, len(items))
+	wss := make([]uuid.UUID, len(items))
+	names := make([]string, len(items))
+	types := make([]string, len(items))
+	sizes := make([]int64, len(items))
+	sums := make([][]byte, len(items))
+	partBytes := make([]*int64, len(items))
+	partSums := make([][]byte, len(items))
+	for i, it := range items {
+		ids[i], wss[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
+		if it.multipart() {
+			partBytes[i] = &items[i].PartBytes
+			if it.PartSHA256 != nil {
+				partSums[i] = bytes.Join(it.PartSHA256, nil)
+			}
+		}
+	}
+	return pgx.StrictNamedArgs{"ids": uuidArray(ids), "wss": uuidArray(wss), "names": names, "types": types,
+		"sizes": sizes, "sums": sums, "part_bytes": partBytes, "part_sums": partSums}
+}
+
+// startMultipart starts, in the bucket, the multipart upload of each
+// upload that has parts, and records the bucket's ids: one more round
+// trip, for presigns with parts only. On failure the uploads started are
+// aborted, and the presigned uploads, which no part can reach, expire.
+func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload) error {
+	var idx []int
+	for i, p := range uploads {
+		if p.multipart() {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(objectConcurrency)
+	for _, i := range idx {
+		p := &uploads[i]
+		g.Go(func() error {
+			id, err := s.bucket.CreateMultipart(gctx, p.stagingKey(), p.contentType(), p.PartSHA256 != nil)
+			if err != nil {
+				return wrap("presign: start multipart", err)
+			}
+			p.S3UploadID = id
+			return nil
+		})
+	}
+	err := g.Wait()
+	if err == nil {
+		err = s.recordMultipartIDs(ctx, caller, workspaceID, uploads, idx)
+	}
+	if err != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
+		defer cancel()
+		for _, i := range idx {
+			if id := uploads[i].S3UploadID; id != "" {
+				_ = s.bucket.AbortMultipart(actx, uploads[i].stagingKey(), id)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// recordMultipartIDs records the bucket's id of each upload uploads[i],
+// i in idx, in one round trip acting for caller.
+func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
+	rt, err := s.roundTrip(ctx, caller, workspaceID)
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		rt.queue(`UPDATE presigned_uploads SET s3_upload_id = @s3_upload_id
+			WHERE upload_id = @upload_id AND workspace_id = @workspace AND `+rt.callerMayAct,
+			pgx.StrictNamedArgs{"s3_upload_id": uploads[i].S3UploadID, "upload_id": uploads[i].UploadID})
+	}
+	_, err = rt.send(ctx, "presign: record multipart")
+	return err
+}
+
 // signPuts signs, for each recorded upload in order, its PUT, or the
 // PUT of each of its parts.
 func (s *Store) signPuts(ctx context.Context, uploads []presignedUpload) ([]PresignedPut, error) {
@@ -163,4 +301,33 @@ func (s *Store) signPuts(ctx context.Context, uploads []presignedUpload) ([]Pres
 		out[i].URL, out[i].Headers = url, headers
 	}
 	return out, nil
+}
+
+// planParts is p's multipart plan: the parts the bucket holds (received, as
+// ListParts returned them; nil for none yet) and a signed PUT of every
+// other part.
+func (s *Store) planParts(ctx context.Context, p presignedUpload, received []Part) (*Multipart, error) {
+	m := &Multipart{PartBytes: p.PartBytes, PartCount: p.partCount(), Received: received}
+	have := map[int32]bool{}
+	for _, r := range received {
+		if r.Size == p.partSize(int(r.Number)) {
+			have[r.Number] = true
+		}
+	}
+	for n := 1; n <= m.PartCount; n++ {
+		if have[int32(n)] {
+			continue
+		}
+		var sum []byte
+		if p.PartSHA256 != nil {
+			sum = p.PartSHA256[n-1]
+		}
+		size := p.partSize(n)
+		url, headers, err := s.bucket.PresignPart(ctx, p.stagingKey(), p.S3UploadID, int32(n), size, sum, presignPutTTL)
+		if err != nil {
+			return nil, wrap("presign part", err)
+		}
+		m.Parts = append(m.Parts, PartPut{Number: int32(n), Size: size, URL: url, Headers: headers})
+	}
+	return m, nil
 }

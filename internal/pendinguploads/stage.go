@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -101,15 +102,6 @@ func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, 
 	return recs, contents, toBucket, nil
 }
 
-// total is the size of recs' files.
-func total(recs []Record) int64 {
-	var n int64
-	for _, r := range recs {
-		n += r.SizeBytes
-	}
-	return n
-}
-
 // precheck checks, in one round trip, that id may act on workspaceID and
 // that q fits what waits there now (without the workspace's lock: the
 // batch that stores checks it again, exactly). It returns who the call
@@ -127,43 +119,139 @@ func (s *Store) precheck(ctx context.Context, id *auth.Identity, q *quota, works
 	return caller, q.refusal()
 }
 
-// finish sends a staging round trip (Stage's or Commit's) and settles it:
-// the rows are stored, or nothing is, and then the objects written for
-// recs are deleted when that is certain. When the batch ran and stored
-// nothing though the caller was allowed: a *QuotaError when q refused it,
-// else errClaimLost (Commit's claim could not take its uploads).
-func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quota, recs []Record) error {
-	if _, err := rt.send(ctx, "stage"); err != nil {
-		// The batch was its own transaction: if its answer was lost it
-		// may have committed, and then the objects must stay; the sweep
-		// deletes them if it did not (markOrphans).
-		if !refused(err) && commitOutcomeUnknown(err) {
-			s.markOrphans(ctx, recs)
-		} else {
-			s.discard(ctx, recs)
+// objectConcurrency bounds the parallel writes (or copies) of one batch
+// to the bucket.
+const objectConcurrency = 4
+
+// writeObjects writes the bucket-held files of recs; on failure it
+// deletes what it wrote.
+func (s *Store) writeObjects(ctx context.Context, files []File, recs []Record) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(objectConcurrency)
+	for i := range recs {
+		if recs[i].s3Key == "" {
+			continue
 		}
+		f, key := files[i], recs[i].s3Key
+		g.Go(func() error {
+			if err := s.bucket.Put(gctx, key, f.Content, f.Mimetype); err != nil {
+				return wrap(fmt.Sprintf("stage: file %d: write object", i), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.discard(ctx, recs)
 		return err
 	}
-	switch ins.n {
-	case len(recs):
-		return nil
-	case 0:
-		s.discard(ctx, recs)
-		if ins.deadline != nil && !time.Now().Before(*ins.deadline) {
-			return wrap("stage", fmt.Errorf("ran after the request's deadline: %w", context.DeadlineExceeded))
-		}
-		if err := q.refusal(); err != nil {
-			return err
-		}
-		return errClaimLost
-	}
-	return fmt.Errorf("stage: inserted %d rows, want %d", ins.n, len(recs))
+	return nil
 }
 
-// errClaimLost is a staging batch that ran and stored nothing though its
-// token check passed: Commit's claim could not take every upload (one
-// expired, or another commit took it first).
-var errClaimLost = errors.New("claim lost: an upload was gone or taken")
+// QuotaError is a call refused for the workspace's quota. Nothing is
+// stored.
+type QuotaError struct {
+	// Quota names the quota: "pending_bytes" or "pending_files".
+	Quota string
+	// Limit is the quota; Pending what waits now; Adding what the call
+	// would add.
+	Limit, Pending, Adding int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("workspace quota %s exceeded: %d pending + %d would pass %d", e.Quota, e.Pending, e.Adding, e.Limit)
+}
+
+// quota is one call's check of the per-workspace quota: what one
+// workspace may have waiting, unacked and unexpired
+// (Store.MaxPendingBytes, Store.MaxPendingFiles; 0 turns either off).
+// Stage and Commit hold it exactly: their batch takes the workspace's
+// lock before it counts (queue), and the statement that stores counts
+// again in its own snapshot (quotaFits), so concurrent calls count one
+// after another and together never pass it. Presign checks it early,
+// without the lock: a commit may still be refused.
+type quota struct {
+	maxFiles, maxBytes int64 // math.MaxInt64 when off
+	files, bytes       int64 // what the call adds
+	pending            struct{ files, bytes int64 }
+	measured           bool
+}
+
+// quotaFor returns the check of a call adding files of total bytes, or
+// nil when the Store has no quota.
+func (s *Store) quotaFor(files, bytes int64) *quota {
+	if s.MaxPendingBytes <= 0 && s.MaxPendingFiles <= 0 {
+		return nil
+	}
+	q := &quota{maxFiles: s.MaxPendingFiles, maxBytes: s.MaxPendingBytes, files: files, bytes: bytes}
+	if q.maxFiles <= 0 {
+		q.maxFiles = math.MaxInt64
+	}
+	if q.maxBytes <= 0 {
+		q.maxBytes = math.MaxInt64
+	}
+	return q
+}
+
+// refusal is the QuotaError the measured counts show, or nil when the
+// call fits (or nothing was measured).
+func (q *quota) refusal() error {
+	if q == nil || !q.measured {
+		return nil
+	}
+	switch {
+	case q.pending.bytes+q.bytes > q.maxBytes:
+		return &QuotaError{Quota: "pending_bytes", Limit: q.maxBytes, Pending: q.pending.bytes, Adding: q.bytes}
+	case q.pending.files+q.files > q.maxFiles:
+		return &QuotaError{Quota: "pending_files", Limit: q.maxFiles, Pending: q.pending.files, Adding: q.files}
+	}
+	return nil
+}
+
+// queue adds to rt: with lock, the workspace's lock (held to the end of
+// the batch's transaction, taken only for a caller allowed on the
+// workspace), then the count of what waits, which the refusal reports.
+// The statement that stores must carry cond, which counts again in its
+// own snapshot, after the lock.
+func (q *quota) queue(rt *roundTrip, lock bool) {
+	if q == nil {
+		return
+	}
+	if lock {
+		// A transaction-level advisory lock per workspace: concurrent
+		// stages of one workspace count one after the other.
+		rt.queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE `+rt.callerMayAct, nil)
+	}
+	rt.queue(`
+		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
+		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+rt.callerMayAct, nil,
+	).QueryRow(func(row pgx.Row) error {
+		q.measured = true
+		return row.Scan(&q.pending.files, &q.pending.bytes)
+	})
+}
+
+// quotaFits is the condition, named where a statement that stores
+// uses it, that what a call adds fits the workspace's quota, counted in
+// the statement's own snapshot: over @quota_off (no quota: the count is
+// skipped), @quota_files, @quota_bytes (what the call adds),
+// @quota_max_files, @quota_max_bytes and @workspace (quota.args binds
+// them).
+const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + @quota_files::bigint <= @quota_max_files::bigint
+		    AND coalesce(sum(size_bytes), 0) + @quota_bytes::bigint <= @quota_max_bytes::bigint
+		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()))`
+
+// args adds to named the arguments quotaFits names (a nil quota: off),
+// and returns named.
+func (q *quota) args(named pgx.StrictNamedArgs) pgx.StrictNamedArgs {
+	named["quota_off"] = q == nil
+	named["quota_files"], named["quota_max_files"] = int64(0), int64(math.MaxInt64)
+	named["quota_bytes"], named["quota_max_bytes"] = int64(0), int64(math.MaxInt64)
+	if q != nil {
+		named["quota_files"], named["quota_max_files"] = q.files, q.maxFiles
+		named["quota_bytes"], named["quota_max_bytes"] = q.bytes, q.maxBytes
+	}
+	return named
+}
 
 // inserted counts the rows a staging batch's INSERT returned.
 type inserted struct {
@@ -248,32 +336,63 @@ func queueInsert(ctx context.Context, rt *roundTrip, ttl time.Duration,
 	return ins
 }
 
-// objectConcurrency bounds the parallel writes (or copies) of one batch
-// to the bucket.
-const objectConcurrency = 4
-
-// writeObjects writes the bucket-held files of recs; on failure it
-// deletes what it wrote.
-func (s *Store) writeObjects(ctx context.Context, files []File, recs []Record) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(objectConcurrency)
-	for i := range recs {
-		if recs[i].s3Key == "" {
-			continue
-		}
-		f, key := files[i], recs[i].s3Key
-		g.Go(func() error {
-			if err := s.bucket.Put(gctx, key, f.Content, f.Mimetype); err != nil {
-				return wrap(fmt.Sprintf("stage: file %d: write object", i), err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		s.discard(ctx, recs)
-		return err
+// deadlineOf is ctx's deadline, or nil.
+func deadlineOf(ctx context.Context) *time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return &dl
 	}
 	return nil
+}
+
+// finish sends a staging round trip (Stage's or Commit's) and settles it:
+// the rows are stored, or nothing is, and then the objects written for
+// recs are deleted when that is certain. When the batch ran and stored
+// nothing though the caller was allowed: a *QuotaError when q refused it,
+// else errClaimLost (Commit's claim could not take its uploads).
+func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quota, recs []Record) error {
+	if _, err := rt.send(ctx, "stage"); err != nil {
+		// The batch was its own transaction: if its answer was lost it
+		// may have committed, and then the objects must stay; the sweep
+		// deletes them if it did not (markOrphans).
+		if !refused(err) && commitOutcomeUnknown(err) {
+			s.markOrphans(ctx, recs)
+		} else {
+			s.discard(ctx, recs)
+		}
+		return err
+	}
+	switch ins.n {
+	case len(recs):
+		return nil
+	case 0:
+		s.discard(ctx, recs)
+		if ins.deadline != nil && !time.Now().Before(*ins.deadline) {
+			return wrap("stage", fmt.Errorf("ran after the request's deadline: %w", context.DeadlineExceeded))
+		}
+		if err := q.refusal(); err != nil {
+			return err
+		}
+		return errClaimLost
+	}
+	return fmt.Errorf("stage: inserted %d rows, want %d", ins.n, len(recs))
+}
+
+// errClaimLost is a staging batch that ran and stored nothing though its
+// token check passed: Commit's claim could not take every upload (one
+// expired, or another commit took it first).
+var errClaimLost = errors.New("claim lost: an upload was gone or taken")
+
+// commitOutcomeUnknown reports whether a failed COMMIT may nevertheless
+// have committed: the connection broke or the deadline passed after the
+// COMMIT was sent. Only when the server said no, or the COMMIT never left,
+// is it certain that nothing was stored, and objects written for the rows
+// may be discarded; otherwise they must stay.
+func commitOutcomeUnknown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	return true
 }
 
 // discard deletes, best-effort, the objects written for recs whose rows
@@ -322,31 +441,14 @@ func (s *Store) markOrphans(ctx context.Context, recs []Record) {
 // seconds of margin for it.
 const CleanupBudget = 2 * time.Second
 
-// commitOutcomeUnknown reports whether a failed COMMIT may nevertheless
-// have committed: the connection broke or the deadline passed after the
-// COMMIT was sent. Only when the server said no, or the COMMIT never left,
-// is it certain that nothing was stored, and objects written for the rows
-// may be discarded; otherwise they must stay.
-func commitOutcomeUnknown(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
-		return false
+// notify tells the Notifier, if any, of recs (one workspace's).
+func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record) {
+	if s.Notifier == nil || len(recs) == 0 {
+		return
 	}
-	return true
-}
-
-// validateFile checks one file's size and name against the cap and the
-// schema.
-func validateFile(size int64, filename string, fileCap int64) error {
-	switch {
-	case size <= 0:
-		return ErrEmptyContent
-	case size > fileCap:
-		return ErrTooLarge
-	case filename == "":
-		return ErrEmptyFilename
-	case len(filename) > MaxFilenameBytes:
-		return ErrFilenameTooLong
+	ids := make([]uuid.UUID, len(recs))
+	for i, r := range recs {
+		ids[i] = r.FileID
 	}
-	return nil
+	s.Notifier.Notify(ctx, workspaceID, ids)
 }

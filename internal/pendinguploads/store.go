@@ -121,14 +121,3 @@ func orphanMarker(objectKey string) string {
 func stagingKey(workspaceID, uploadID uuid.UUID) string {
 	return fmt.Sprintf("staging/%s/%s", workspaceID, uploadID)
 }
-
-// uuidArray is ids as text, which pgx encodes for a uuid[] parameter in
-// every query mode: it cannot encode a slice of uuid.UUID unprepared
-// (exec mode, as behind RDS Proxy) nor in the simple protocol.
-func uuidArray(ids []uuid.UUID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = id.String()
-	}
-	return out
-}
