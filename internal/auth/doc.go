@@ -23,5 +23,6 @@
 // verdict cache lives with it. Only SHA-256 digests of tokens are stored
 // and compared, and a session cookie is kept only as a digest in the
 // verdict cache; neither is ever logged. Every failure to check fails
-// closed: there is no fail-open mode.
+// closed: there is no fail-open mode, and an Identity assembled outside
+// this package is never trusted, whatever its Kind (Identity.Trusted).
 package auth

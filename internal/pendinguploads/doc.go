@@ -25,19 +25,31 @@
 //	Sweep           deleted once acked longer than the retention, or
 //	                unacked past expires_at
 //
+// Who may act: every statement that reads or writes a workspace's files
+// is built from an access, which only Store.access makes (it refuses,
+// before any I/O, an identity no check settled), and names the
+// condition callerMayAct in its SQL, where it is written, over named
+// arguments (pgx.StrictNamedArgs: a statement that does not name the
+// condition is refused unsent). Open and SignGet read only a file that
+// Fetch found (Fetched). Only the sweep's statements act without a
+// caller, for the schedule.
+//
 // Where to look, every file: store.go (Store, New, its Settings and the
 // keys it chooses), record.go (Record: a file without its bytes),
-// bucket.go (Bucket: what the Store needs of S3), roundtrip.go (each
-// call's one round trip, which checks its caller in every statement),
-// tokens.go (the bearer tokens' SQL, Verify), stage.go (Stage), quota.go
-// (the per-workspace quota Stage and Commit hold), notify.go (the
-// Notifier told of files once stored: push's hints), presign.go
-// (Presign), commit.go (Commit), presigned.go (the presigned_uploads rows
-// between them), multipart.go (Resume, Abort of an upload in parts),
-// fetch.go (Fetch, Open, SignGet), list.go (List and its Cursor), ack.go
-// (Ack), sweep.go (Sweep, and the objects of rows that never committed),
-// backlog.go (Backlog: the sweep's metrics), errors.go (the errors, and
-// which of them mean a dependency is unavailable).
+// bucket.go (Bucket: what the Store needs of S3), roundtrip.go (access,
+// and each call's one round trip built from it), tokens.go (the bearer
+// tokens' SQL, the condition callerMayAct, Verify), stage.go (Stage, top
+// to bottom: the quota beside the INSERT it guards, the INSERT Commit
+// shares, the objects' cleanup), presign.go (Presign: its rows, its
+// multipart uploads, its signed PUTs), commit.go (Commit: the look-ups,
+// copies and claim), presigned.go (the presigned upload's type),
+// multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,
+// Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
+// (Sweep, and the objects of rows that never committed), backlog.go
+// (Backlog: the sweep's metrics), notify.go (the Notifier told of files
+// once stored: push's hints), helpers.go (small pure helpers),
+// errors.go (the errors, and which of them mean a dependency is
+// unavailable).
 //
 // A Store is safe for concurrent use.
 package pendinguploads
