@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -310,6 +311,39 @@ func TestTranslatedRoutes(t *testing.T) {
 			t.Errorf("API Gateway's permissions to invoke, by route:\ngot  %v\nwant %v", allowed, wantAllowed)
 		}
 	})
+}
+
+// TestTranslatedNoReservedConcurrency: at the defaults no function
+// reserves concurrency, so a new account (a quota of 10, all of it the
+// unreserved minimum) deploys.
+func TestTranslatedNoReservedConcurrency(t *testing.T) {
+	forEachShape(t, func(t *testing.T, s *shape) {
+		for id, r := range s.resources() {
+			if v := get(r, "Properties", "ReservedConcurrentExecutions"); scalar(get(r, "Type")) == "AWS::Lambda::Function" && v != nil {
+				t.Errorf("%s: ReservedConcurrentExecutions %s at the defaults", id, canon(v))
+			}
+		}
+	})
+
+	// Asked for, every function reserves its share: 45 at the defaults
+	// (docs/deploy.md's connection arithmetic, 90 connections).
+	tpl := loadTemplate(t)
+	s := newShape(t, tpl, map[string]string{"ReserveConcurrency": "true"})
+	created, total := s.resources(), 0
+	for id := range tpl.functions {
+		v := get(created[id], "Properties", "ReservedConcurrentExecutions")
+		if r := ref(v); r != "" {
+			v = &yaml.Node{Kind: yaml.ScalarNode, Value: s.params[r][0]}
+		}
+		n, err := strconv.Atoi(scalar(v))
+		if err != nil || n < 1 {
+			t.Errorf("ReserveConcurrency true: %s reserves %s, want a number", id, canon(get(created[id], "Properties", "ReservedConcurrentExecutions")))
+		}
+		total += n
+	}
+	if total != 45 {
+		t.Errorf("ReserveConcurrency true: %d reserved in all at the defaults, want 45 (docs/deploy.md)", total)
+	}
 }
 
 // routesWithPreflights returns httpapi.Routes and an OPTIONS preflight on
