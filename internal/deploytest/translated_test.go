@@ -346,6 +346,45 @@ func TestTranslatedNoReservedConcurrency(t *testing.T) {
 	}
 }
 
+// TestTranslatedOrdering: in the stack's own network the migrate custom
+// resource (its answer to CloudFormation leaves through the S3 gateway
+// route, its Secrets Manager call through the endpoint) waits for the
+// subnets' routes and both endpoints; the proxy and its target group
+// wait for the Secrets Manager endpoint (the proxy reads the database's
+// secret through it); when the stack sets the account's logging role, it
+// does so minutes after creating the role (after the migrations, and
+// after the REST API: IAM's eventual consistency, see the template), and
+// the API's stage waits for it.
+func TestTranslatedOrdering(t *testing.T) {
+	waits := func(t *testing.T, s *shape, id string, deps ...string) {
+		t.Helper()
+		got := s.dependsOn(id)
+		for _, d := range deps {
+			if !got[d] {
+				t.Errorf("%s does not wait for %s", id, d)
+			}
+		}
+	}
+	forEachShape(t, func(t *testing.T, s *shape) {
+		created := s.resources()
+		if _, own := created["Vpc"]; own {
+			waits(t, s, "Migrations", "PrivateSubnetARoutes", "PrivateSubnetBRoutes", "S3Endpoint", "SecretsManagerEndpoint")
+		}
+		for _, id := range append(s.ofType("AWS::RDS::DBProxy"), s.ofType("AWS::RDS::DBProxyTargetGroup")...) {
+			waits(t, s, id, "SecretsManagerEndpoint")
+		}
+		if _, ok := created["ApiGatewayAccount"]; ok {
+			waits(t, s, "ApiGatewayAccount", "ApiGatewayLogsRole", "Migrations", "Api")
+			waits(t, s, stageOf(t, s), "ApiGatewayAccount")
+		} else {
+			t.Error("no ApiGatewayAccount at CreateApiGatewayAccountRole's default")
+		}
+	})
+	if s := translated(t, "PushAndProxy"); len(s.ofType("AWS::RDS::DBProxy")) != 1 {
+		t.Errorf("PushAndProxy: no proxy to hold")
+	}
+}
+
 // routesWithPreflights returns httpapi.Routes and an OPTIONS preflight on
 // each path, each as [method, path, function's logical ID].
 func routesWithPreflights() [][3]string {
