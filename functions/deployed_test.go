@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"gopkg.in/yaml.v3"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -17,60 +20,63 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
 
-// deployedRoute is one Api event of template.yaml: what API Gateway sends
-// to which function once deployed.
+// deployedRoute is one operation of openapi.yaml, the REST API's
+// definition: what API Gateway sends to which function once deployed.
 type deployedRoute struct {
 	Method, Path string
 	LogicalID    string // the function's logical ID in template.yaml
 	Dir          string // its directory under functions/, from lambda.mk
 }
 
-// deployedRoutes reads template.yaml's Api events and lambda.mk's
-// LogicalId:dir pairs (the build sam runs) from the repository root: the
-// deployed shape, independent of the route table the binaries read.
+// integrationFunction is the function a Lambda integration's uri names:
+// ${Upload.Arn} → Upload.
+var integrationFunction = regexp.MustCompile(`/functions/\$\{([A-Za-z0-9]+)\.Arn\}/`)
+
+// deployedRoutes reads openapi.yaml's operations with the function each
+// one's integration invokes, and lambda.mk's LogicalId:dir pairs (the
+// build sam runs), from the repository root: the deployed shape,
+// independent of the route table the binaries read.
 func deployedRoutes(t *testing.T) []deployedRoute {
 	t.Helper()
-	doc, err := samtemplate.Read("..")
+	b, err := os.ReadFile("../openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only the fields read here are declared: yaml.v3 skips the rest,
-	// CloudFormation's short forms (!Ref, !Sub, ...) included.
-	var tpl struct {
-		Resources map[string]struct {
-			Type       string `yaml:"Type"`
-			Properties struct {
-				Events map[string]struct {
-					Type       string `yaml:"Type"`
-					Properties struct {
-						Method string `yaml:"Method"`
-						Path   string `yaml:"Path"`
-					} `yaml:"Properties"`
-				} `yaml:"Events"`
-			} `yaml:"Properties"`
-		} `yaml:"Resources"`
+	var doc struct {
+		Paths map[string]map[string]yaml.Node `yaml:"paths"` // operations, and a path's parameters
 	}
-	if err := doc.Decode(&tpl); err != nil {
-		t.Fatalf("template.yaml: %v", err)
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	var op struct {
+		Integration struct {
+			URI struct {
+				Sub string `yaml:"Fn::Sub"`
+			} `yaml:"uri"`
+		} `yaml:"x-amazon-apigateway-integration"`
 	}
 	dirs, err := samtemplate.LambdaFunctions("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var routes []deployedRoute
-	for id, res := range tpl.Resources {
-		if res.Type != "AWS::Serverless::Function" {
-			continue
-		}
-		for name, ev := range res.Properties.Events {
-			if ev.Type != "Api" {
+	for path, ops := range doc.Paths {
+		for method, node := range ops {
+			if method == "parameters" {
 				continue
 			}
-			dir, ok := dirs[id]
-			if !ok {
-				t.Fatalf("template.yaml: %s (event %s) has no build in lambda.mk", id, name)
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("openapi.yaml: %s %s: %v", method, path, err)
 			}
-			routes = append(routes, deployedRoute{strings.ToUpper(ev.Properties.Method), ev.Properties.Path, id, dir})
+			m := integrationFunction.FindStringSubmatch(op.Integration.URI.Sub)
+			if m == nil {
+				t.Fatalf("openapi.yaml: %s %s: no Lambda integration naming a function", method, path)
+			}
+			dir, ok := dirs[m[1]]
+			if !ok {
+				t.Fatalf("openapi.yaml: %s %s invokes %s, which has no build in lambda.mk", method, path, m[1])
+			}
+			routes = append(routes, deployedRoute{strings.ToUpper(method), path, m[1], dir})
 		}
 	}
 	slices.SortFunc(routes, func(a, b deployedRoute) int {
@@ -128,20 +134,20 @@ func routeEvent(t *testing.T, method, resource string, params map[string]string,
 // answers for a route it does not serve.
 const routerNotFound = `{"error":"not found","code":"not_found"}`
 
-// TestEveryDeployedRoute: every Api event of template.yaml reaches a
+// TestEveryDeployedRoute: every operation of openapi.yaml reaches a
 // function that serves it. Each function is built from its own main as
 // Lambda builds it and started under the Runtime API, over Postgres and a
-// bucket (every route enabled); each route of the template, its CORS
+// bucket (every route enabled); each route of the API, its CORS
 // preflights (OPTIONS events) included, is sent to the function it names,
 // with and without a custom domain's base path. None may answer the
-// router's 404 or a 405: the template and the binaries agree on who
+// router's 404 or a 405: the API's definition and the binaries agree on who
 // serves what. (The answers themselves are the other tests' business;
 // here IDs are random, so a route's own 404 is fine.)
 func TestEveryDeployedRoute(t *testing.T) {
 	t.Parallel()
 	routes := deployedRoutes(t)
 	if len(routes) < 8 {
-		t.Fatalf("template.yaml: %d Api events, want at least the 8 routes of API.md", len(routes))
+		t.Fatalf("openapi.yaml: %d operations, want at least the 8 routes of API.md", len(routes))
 	}
 	ep := s3test.MustStart(t)
 	_, bucket := s3test.NewBucket(t, ep)
@@ -179,7 +185,7 @@ func TestEveryDeployedRoute(t *testing.T) {
 				resp := invokeHTTP(t, rts[r.Dir], ev)
 				if resp.StatusCode == http.StatusMethodNotAllowed ||
 					(resp.StatusCode == http.StatusNotFound && strings.TrimSpace(string(responseBody(t, resp))) == routerNotFound) {
-					t.Fatalf("%s %s sent to %s (functions/%s): got the router's %d %s: the function does not serve a route the template gives it",
+					t.Fatalf("%s %s sent to %s (functions/%s): got the router's %d %s: the function does not serve a route openapi.yaml gives it",
 						r.Method, r.Path, r.LogicalID, r.Dir, resp.StatusCode, responseBody(t, resp))
 				}
 				if r.Method == http.MethodOptions && resp.StatusCode != http.StatusNoContent {

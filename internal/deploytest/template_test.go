@@ -54,9 +54,11 @@ type function struct {
 	node *yaml.Node // the resource
 }
 
-// route is one Api event of a function.
+// route is one AWS::Lambda::Permission of template.yaml that lets API
+// Gateway invoke a function: its method and path (path parameters as *),
+// the API and stage its SourceArn names.
 type route struct {
-	function, event, method, path, apiRef string
+	permission, function, method, path, api, stage string
 }
 
 // template is template.yaml, parsed.
@@ -85,30 +87,27 @@ func loadTemplate(t *testing.T) template {
 	return tpl
 }
 
-// routes returns every Api event, sorted.
+// executeAPIArn is the SourceArn of an API Gateway permission, as the
+// template writes it: ${Api}/${Api.Stage}/METHOD/path.
+var executeAPIArn = regexp.MustCompile(`^arn:\$\{AWS::Partition\}:execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{([^}]*)\}/\$\{([^}]*)\}/([A-Z]+)(/.*)$`)
+
+// routes returns every permission of API Gateway to invoke a function,
+// sorted; a SourceArn not of the form above is a route with no method.
 func (tpl template) routes() []route {
 	var rs []route
-	for _, fn := range tpl.functions {
-		events := get(fn.node, "Properties", "Events")
-		if events == nil {
+	res := get(tpl.doc, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		p := get(res.Content[i+1], "Properties")
+		if scalar(get(res.Content[i+1], "Type")) != "AWS::Lambda::Permission" || scalar(get(p, "Principal")) != "apigateway.amazonaws.com" {
 			continue
 		}
-		for i := 0; i+1 < len(events.Content); i += 2 {
-			ev := events.Content[i+1]
-			if typ := scalar(get(ev, "Type")); typ != "Api" {
-				if typ == "HttpApi" {
-					rs = append(rs, route{function: fn.id, event: events.Content[i].Value, apiRef: "an HttpApi"})
-				}
-				continue
+		r := route{permission: res.Content[i].Value, function: ref(get(p, "FunctionName"))}
+		if arn := get(p, "SourceArn"); arn != nil && arn.Tag == "!Sub" {
+			if m := executeAPIArn.FindStringSubmatch(arn.Value); m != nil {
+				r.api, r.stage, r.method, r.path = m[1], m[2], m[3], m[4]
 			}
-			rs = append(rs, route{
-				function: fn.id,
-				event:    events.Content[i].Value,
-				method:   scalar(get(ev, "Properties", "Method")),
-				path:     scalar(get(ev, "Properties", "Path")),
-				apiRef:   ref(get(ev, "Properties", "RestApiId")),
-			})
 		}
+		rs = append(rs, r)
 	}
 	slices.SortFunc(rs, func(a, b route) int { return strings.Compare(a.method+" "+a.path, b.method+" "+b.path) })
 	return rs
@@ -177,54 +176,51 @@ func titleCase(dir string) string {
 
 var pathParam = regexp.MustCompile(`\{([^}]*)\}`)
 
-// TestRoutes: the functions' Api events are exactly httpapi.Routes plus
-// an OPTIONS preflight on each path, each on the function that serves the
-// route. With a DefinitionBody, SAM turns each event into the
-// lambda:InvokeFunction permission of that method and path only, so a
-// route without its event would answer 500 for want of a permission.
+// TestRoutes: API Gateway may invoke each function on exactly the routes
+// it serves in httpapi.Routes, plus an OPTIONS preflight on each path, on
+// the v1 stage only: one AWS::Lambda::Permission per route, scoped to
+// ${Api}/${Api.Stage}, its method and its path. No function has an Api
+// event, whose permission SAM scopes to every stage. A route without its
+// permission would answer 500; a permission without a route, or on every
+// stage, lets the API invoke what it should not.
 func TestRoutes(t *testing.T) {
 	tpl := loadTemplate(t)
 	dirs := makeFunctions(t)
 
-	want := make(map[string]httpapi.Route)
-	shape := make(map[string]httpapi.Route) // by path with parameters blanked
+	want := make(map[string]httpapi.Route) // by method and path with parameters as *
 	for _, r := range httpapi.Routes {
 		for _, m := range []string{r.Method, "OPTIONS"} {
-			want[m+" "+r.Path] = r
-			shape[m+" "+pathParam.ReplaceAllString(r.Path, "{}")] = r
+			want[m+" "+pathParam.ReplaceAllString(r.Path, "*")] = r
+		}
+	}
+	for id, fn := range tpl.functions {
+		events := get(fn.node, "Properties", "Events")
+		for i := 0; events != nil && i+1 < len(events.Content); i += 2 {
+			if typ := scalar(get(events.Content[i+1], "Type")); typ == "Api" || typ == "HttpApi" {
+				t.Errorf("template.yaml: %s has the %s event %s; SAM's permission for it allows every stage: write an AWS::Lambda::Permission", id, typ, events.Content[i].Value)
+			}
 		}
 	}
 
 	seen := make(map[string]string) // route -> function serving it
 	for _, r := range tpl.routes() {
 		key := r.method + " " + r.path
-		where := fmt.Sprintf("template.yaml: %s event %s (%s)", r.function, r.event, key)
-		if r.apiRef != "Api" {
-			t.Errorf("%s: RestApiId is not !Ref Api (the REST API), got %s", where, r.apiRef)
+		where := fmt.Sprintf("template.yaml: %s (%s on %s)", r.permission, key, r.function)
+		if r.method == "" {
+			t.Errorf("%s: SourceArn is not !Sub \"arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${Api}/${Api.Stage}/METHOD/path\"", where)
 			continue
 		}
-		if r.method == "" || r.path == "" {
-			t.Errorf("%s: Method and Path must be plain strings", where)
-			continue
-		}
-		for _, m := range pathParam.FindAllStringSubmatch(r.path, -1) {
-			if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(m[1]) {
-				t.Errorf("%s: path parameter {%s} is not a plain name (no greedy {name+})", where, m[1])
-			}
+		if r.api != "Api" || r.stage != "Api.Stage" {
+			t.Errorf("%s: SourceArn names ${%s}/${%s}, want ${Api}/${Api.Stage} (the REST API's v1 stage only)", where, r.api, r.stage)
 		}
 		if prev, dup := seen[key]; dup {
-			t.Errorf("%s: route already served by %s", where, prev)
+			t.Errorf("%s: route already allowed for %s", where, prev)
 			continue
 		}
 		seen[key] = r.function
 		api, ok := want[key]
 		if !ok {
-			if near, ok := shape[r.method+" "+pathParam.ReplaceAllString(r.path, "{}")]; ok {
-				t.Errorf("%s: path parameters differ from httpapi.Routes' %s %s: got %v, want %v",
-					where, near.Method, near.Path, pathParam.FindAllString(r.path, -1), pathParam.FindAllString(near.Path, -1))
-			} else {
-				t.Errorf("%s: not in httpapi.Routes", where)
-			}
+			t.Errorf("%s: not a route of httpapi.Routes or its preflight", where)
 			continue
 		}
 		dir, ok := dirs[r.function]
@@ -232,12 +228,12 @@ func TestRoutes(t *testing.T) {
 			dir = strings.ToLower(r.function)
 		}
 		if dir != api.Function {
-			t.Errorf("%s: served by functions/%s, but httpapi.Routes names function %s", where, dir, api.Function)
+			t.Errorf("%s: invokes functions/%s, but httpapi.Routes names function %s", where, dir, api.Function)
 		}
 	}
 	for key, r := range want {
 		if _, ok := seen[key]; !ok {
-			t.Errorf("httpapi.Routes has %s %s (function %s), but no Api event in template.yaml has %s", r.Method, r.Path, r.Function, key)
+			t.Errorf("httpapi.Routes has %s %s (function %s), but no permission in template.yaml lets API Gateway invoke it as %s", r.Method, r.Path, r.Function, key)
 		}
 	}
 }

@@ -42,7 +42,7 @@ const (
 // API is the HTTP API. Set optional fields before serving; it is then
 // safe for concurrent use.
 type API struct {
-	store *pendinguploads.Store
+	store Store
 	authn *auth.Authenticator
 
 	// MaxRequestBytes caps an upload's body (MAX_REQUEST_BYTES).
@@ -59,8 +59,9 @@ type API struct {
 	Limits wire.Limits
 }
 
-// New returns the API over store and authn.
-func New(store *pendinguploads.Store, authn *auth.Authenticator) *API {
+// New returns the API over store (in production a
+// *pendinguploads.Store) and authn.
+func New(store Store, authn *auth.Authenticator) *API {
 	return &API{store: store, authn: authn}
 }
 

@@ -47,7 +47,7 @@ func multipartServer(t *testing.T) *apptest.Server {
 		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 * mib), "MULTIPART_PART_BYTES": fmt.Sprint(5 * mib)}})
 }
 
-func presignParts(t *testing.T, srv *apptest.Server, ws, tok string, size int, parts [][]byte) planAnswer {
+func presignParts[S server](t *testing.T, srv S, ws, tok string, size int, parts [][]byte) planAnswer {
 	t.Helper()
 	f := map[string]any{"name": "big.bin", "size": size, "multipart": true}
 	if parts != nil {
@@ -66,7 +66,7 @@ func presignParts(t *testing.T, srv *apptest.Server, ws, tok string, size int, p
 	return out.Uploads[0]
 }
 
-func resumeURL(srv *apptest.Server, ws, upload string) string {
+func resumeURL[S server](srv S, ws, upload string) string {
 	return presignURL(srv, ws) + "/" + upload
 }
 

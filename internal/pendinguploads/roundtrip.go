@@ -66,8 +66,9 @@ func checkIdentity(id *auth.Identity) (trusted bool, err error) {
 // without the database (checkIdentity; a workspace token's identity for
 // another workspace is auth.ErrNotAllowed), then returns the access its
 // statements are built from. Its only I/O is the read of the token
-// tables, once per process, for an identity with a token; its error
-// then means the database cannot be asked: the call fails closed.
+// tables (at most every TokenTablesMaxAge) for an identity with a token;
+// its error then means the database cannot be asked: the call fails
+// closed.
 func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (access, error) {
 	trusted, err := checkIdentity(id)
 	if err != nil {
@@ -121,8 +122,9 @@ type roundTrip struct {
 }
 
 // roundTrip starts the round trip of a call acting for id on workspace
-// ws, after Store.access's check (its refusal, before any I/O, is the
-// error).
+// ws, after Store.access's check: its refusal, before any I/O, or its
+// failure to read the token tables (at most every TokenTablesMaxAge),
+// when the database cannot be asked and the call fails closed.
 func (s *Store) roundTrip(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*roundTrip, error) {
 	a, err := s.access(ctx, id, ws)
 	if err != nil {

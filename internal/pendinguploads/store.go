@@ -58,8 +58,9 @@ type Store struct {
 	// presigned uploads. Nil keeps every file inline in Postgres.
 	bucket Bucket
 	Settings
-	// Now is the clock the sweep reads the bucket's object ages against
-	// (New sets time.Now).
+	// Now is the clock the sweep reads the bucket's object ages against,
+	// and the age of the token tables read (TokenTablesMaxAge) (New sets
+	// time.Now).
 	Now func() time.Time
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
@@ -81,7 +82,7 @@ func (s *Store) logger() *slog.Logger {
 // database (tokens.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
-	s.tokens = &tokens{db: db, logger: s.logger}
+	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}
 	return s
 }
 

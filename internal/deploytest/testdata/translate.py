@@ -1,0 +1,65 @@
+"""Translates template.yaml as CloudFormation does before it creates anything.
+
+Usage: python3 translate.py ROOT < shapes.json > translated.json
+
+shapes.json maps a shape's name to its parameter values (those not given
+take their defaults). For each shape this reads ROOT/template.yaml with
+cfn-lint's decoder (the short forms, !Ref and the rest, as CloudFormation
+reads them), puts ROOT/openapi.yaml where the Api's DefinitionBody includes
+it (what the AWS::Include transform does), gives each function the S3
+address `sam package` would, and runs the AWS::Serverless-2016-10-31
+transform: the SAM translator that cfn-lint ships (samtranslator), with
+the shape's parameter values and cfn-lint's copy of the managed policies'
+ARNs. It prints {name: translated template}, or exits non-zero with the
+translator's error.
+"""
+
+import copy
+import json
+import os
+import sys
+
+import yaml
+from cfnlint.data import Serverless
+from cfnlint.decode import decode_str
+from cfnlint.helpers import load_resource
+from samtranslator.parser import parser
+from samtranslator.translator.translator import Translator
+
+
+def include(node, root):
+    """Replaces every Fn::Transform AWS::Include with the file it names."""
+    if isinstance(node, dict):
+        t = node.get("Fn::Transform")
+        if len(node) == 1 and isinstance(t, dict) and t.get("Name") == "AWS::Include":
+            with open(os.path.join(root, t["Parameters"]["Location"]), encoding="utf-8") as f:
+                return yaml.safe_load(f)
+        return {k: include(v, root) for k, v in node.items()}
+    if isinstance(node, list):
+        return [include(v, root) for v in node]
+    return node
+
+
+def main():
+    root = sys.argv[1]
+    shapes = json.load(sys.stdin)
+    with open(os.path.join(root, "template.yaml"), encoding="utf-8") as f:
+        source, problems = decode_str(f.read())
+    if problems:
+        sys.exit("template.yaml: %s" % problems)
+    # The decoder's nodes are dicts and strings with line numbers: plain data.
+    source = include(json.loads(json.dumps(source)), root)
+    for res in source.get("Resources", {}).values():
+        if res.get("Type") == "AWS::Serverless::Function":
+            res.setdefault("Properties", {})["CodeUri"] = "s3://artifacts/pendinguploads.zip"
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+    policies = load_resource(Serverless, "ManagedPolicies.json")
+    out = {}
+    for name, params in shapes.items():
+        translator = Translator(managed_policy_map=policies, sam_parser=parser.Parser())
+        out[name] = translator.translate(sam_template=copy.deepcopy(source), parameter_values=dict(params))
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
