@@ -15,7 +15,7 @@
 // database: the admin and a session are settled there; any other bearer
 // is a Bearer identity whose token the store looks up later, in the round
 // trip of the call that serves the request (the token SQL is the store's:
-// internal/pendinguploads/tokens.go), or on its own by Store.Verify; the
+// internal/pendinguploads/access.go), or on its own by Store.Verify; the
 // identity found is a new value (Identity.Found), recorded beside the
 // presented one in the request's context (RecordFound). auth holds no SQL
 // and asks no database. Sessions do ask the control plane over HTTP: that

@@ -47,7 +47,7 @@ func (f *floorServer) handler() http.Handler {
 	return mux
 }
 
-// guardSQL is the store's caller check (pendinguploads/tokens.go, mayActSQL)
+// guardSQL is the store's caller check (pendinguploads/access.go, mayActSQL)
 // for a database without org tokens: the
 // bearer's hash ($h) is a live token of workspace $w.
 func guardSQL(h, w int) string {

@@ -36,8 +36,8 @@
 //
 // Where to look, every file: store.go (Store, New, its Settings and the
 // keys it chooses), record.go (Record: a file without its bytes),
-// bucket.go (Bucket: what the Store needs of S3), roundtrip.go (access,
-// and each call's one round trip built from it), tokens.go (the bearer
+// bucket.go (Bucket: what the Store needs of S3), access.go (who may
+// act: access, each call's one round trip built from it, the bearer
 // tokens' SQL, the condition callerMayAct, Verify), stage.go (Stage, top
 // to bottom: the quota beside the INSERT it guards, the INSERT Commit
 // shares, the objects' cleanup), presign.go (Presign: its rows, its

@@ -79,7 +79,7 @@ func (s *Store) logger() *slog.Logger {
 
 // New returns a Store over db and, unless bucket is nil, that bucket,
 // with settings. It checks the identities its calls act for in the same
-// database (tokens.go). It does no I/O.
+// database (access.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
 	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}

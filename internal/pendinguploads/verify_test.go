@@ -19,7 +19,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
-// The look-up of bearer tokens (tokens.go), through Store.Verify: the
+// The look-up of bearer tokens (access.go), through Store.Verify: the
 // same SQL a store call's round trip carries.
 
 // identify is Identify then, for a bearer, the store's Verify for ws, in
