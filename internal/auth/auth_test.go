@@ -84,3 +84,35 @@ func TestFoundIsANewIdentity(t *testing.T) {
 		t.Fatalf("stamps run: got %d, want 1", stamped)
 	}
 }
+
+// TestTrustedOnlyWhenSettled: only the identities auth makes for the
+// admin and a session are trusted; the same kinds assembled by hand, the
+// zero Identity and nil are not.
+func TestTrustedOnlyWhenSettled(t *testing.T) {
+	a, err := auth.NewAuthenticator(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAdmin, err := a.Identify(bearer(admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		id   *auth.Identity
+		want bool
+	}{
+		"AdminIdentity":     {auth.AdminIdentity(), true},
+		"IdentifiedAdmin":   {fromAdmin, true},
+		"AdminByHand":       {&auth.Identity{Kind: auth.Admin, TokenPrefix: "admin"}, false},
+		"SessionByHand":     {&auth.Identity{Kind: auth.Session, UserID: "u"}, false},
+		"Zero":              {&auth.Identity{}, false},
+		"Nil":               {nil, false},
+		"Bearer":            {auth.TokenIdentity("t"), false},
+		"FoundFromSettled":  {auth.AdminIdentity().Found(auth.Org, uuid.Nil, "p"), false},
+		"WorkspaceFromHash": {auth.TokenIdentity("t").Found(auth.Workspace, uuid.New(), "p"), false},
+	} {
+		if got := c.id.Trusted(); got != c.want {
+			t.Errorf("%s: Trusted() got %v, want %v", name, got, c.want)
+		}
+	}
+}

@@ -508,7 +508,8 @@ func (t *tokens) stamp(l *lookup) func(context.Context) {
 // returns who the call acts as (id itself, or the identity found, a new
 // value also recorded in ctx: auth.RecordFound), or auth.ErrInvalid,
 // auth.ErrNotAllowed, or the database's error (ErrUnavailable when it is
-// down or the token tables changed under the look-up).
+// down or the token tables changed under the look-up). An identity no
+// check settled (checkIdentity) is auth.ErrInvalid, before any I/O.
 func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error) {
 	if _, err := checkIdentity(id); err != nil {
 		return id, err
