@@ -14,7 +14,7 @@ import (
 // SDK.
 func TestLinksNoServer(t *testing.T) {
 	const module = "github.com/pendinguploads/pendinguploads/"
-	allowed := []string{"client", "client/inbox", "wire", "internal/limits", "internal/humanize", "internal/sanitize"}
+	allowed := []string{"client", "client/inbox", "client/wire", "internal/limits", "internal/humanize", "internal/sanitize"}
 	out, err := exec.Command("go", "list", "-deps", ".", "./inbox").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
