@@ -44,8 +44,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // Actions of a Request.
