@@ -225,6 +225,12 @@ func (u *uploadRun) resumed(it *uploadItem, p client.PresignedUpload) {
 	for _, r := range p.Multipart.Received {
 		held += r.Size
 	}
+	if len(p.Multipart.Parts) == 0 {
+		// Assembled by a commit that then failed: only the commit is left.
+		fmt.Fprintf(u.e.stderr, "pendingctl upload: all %d parts of %s (%s) are in the bucket already; committing\n",
+			p.Multipart.PartCount, it.path, humanize.Bytes(it.f.Size))
+		return
+	}
 	fmt.Fprintf(u.e.stderr, "pendingctl upload: %d of %d parts of %s (%s of %s) are in the bucket already; sending the other %d\n",
 		len(p.Multipart.Received), p.Multipart.PartCount, it.path, humanize.Bytes(held), humanize.Bytes(it.f.Size),
 		p.Multipart.PartCount-len(p.Multipart.Received))
