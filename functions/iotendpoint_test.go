@@ -1,6 +1,9 @@
 package functions_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // discoveredEndpoint is what the IoT stand-in answers.
@@ -18,8 +23,7 @@ const discoveredEndpoint = "a1b2c3d4e5f6g7-ats.iot.us-east-1.amazonaws.com"
 
 // iotControlPlane stands in for AWS IoT's control plane on a loopback
 // port: GET /endpoint?endpointType=iot:Data-ATS, SigV4-signed for service
-// iot in us-east-1 (the credential scope of the Authorization header),
-// answered as IoT's REST-JSON protocol does: 200 with endpointAddress,
+// iot in us-east-1 by the test's keys (the signature checked), answered as IoT's REST-JSON protocol does: 200 with endpointAddress,
 // or, when refuse is set, 403 AccessDeniedException (X-Amzn-ErrorType and
 // a JSON message). Anything else is a 400 naming what was wrong. calls
 // counts the requests.
@@ -38,8 +42,8 @@ func iotControlPlane(t testing.TB, refuse bool) (url string, calls *atomic.Int64
 			http.Error(w, "want endpointType=iot:Data-ATS, got "+r.URL.RawQuery, http.StatusBadRequest)
 			return
 		case !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") ||
-			!strings.Contains(auth, "/us-east-1/iot/aws4_request") || r.Header.Get("X-Amz-Date") == "":
-			http.Error(w, "not signed with SigV4 for iot in us-east-1: "+auth, http.StatusBadRequest)
+			!strings.Contains(auth, "/us-east-1/iot/aws4_request") || !sigV4Valid(r):
+			http.Error(w, "not signed with SigV4 for iot in us-east-1 by AKIDEXAMPLE: "+auth, http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -53,6 +57,36 @@ func iotControlPlane(t testing.TB, refuse bool) (url string, calls *atomic.Int64
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, calls
+}
+
+// sigV4Valid signs r again as IoT would check it (its signed headers,
+// at its X-Amz-Date, with the test's keys, for iot in us-east-1) and
+// compares the signatures.
+func sigV4Valid(r *http.Request) bool {
+	fields := map[string]string{}
+	for _, f := range strings.Split(strings.TrimPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 "), ", ") {
+		k, v, _ := strings.Cut(f, "=")
+		fields[k] = v
+	}
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil || fields["Signature"] == "" {
+		return false
+	}
+	again, err := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
+	if err != nil {
+		return false
+	}
+	for _, h := range strings.Split(fields["SignedHeaders"], ";") {
+		if h != "host" {
+			again.Header.Set(h, r.Header.Get(h))
+		}
+	}
+	empty := sha256.Sum256(nil)
+	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "not-a-real-key"}
+	if v4.NewSigner().SignHTTP(context.Background(), creds, again, hex.EncodeToString(empty[:]), "iot", "us-east-1", at) != nil {
+		return false
+	}
+	return strings.HasSuffix(again.Header.Get("Authorization"), "Signature="+fields["Signature"])
 }
 
 // runIotEndpoint starts iotendpoint with env, invokes it with

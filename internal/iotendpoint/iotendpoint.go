@@ -48,7 +48,8 @@ const EndpointType = "iot:Data-ATS"
 
 // EndpointEnv overrides the IoT control plane's URL: the SDK's own
 // service-specific override variable (AWS_ENDPOINT_URL_<SERVICE>), for a
-// local stand-in (the tests, sam local invoke). Unset (in AWS):
+// local stand-in (the tests; the template declares no environment for
+// the function, so sam local invoke calls the real IoT). Unset (in AWS):
 // https://iot.<region>.amazonaws.com, .com.cn in the China regions
 // (https://docs.aws.amazon.com/general/latest/gr/iot-core.html).
 const EndpointEnv = "AWS_ENDPOINT_URL_IOT"
