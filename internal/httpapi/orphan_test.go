@@ -36,11 +36,8 @@ func keysUnder(t *testing.T, srv *apptest.Server, prefix string) []string {
 // object, written to the bucket before the rows, cannot be deleted before
 // the answer (the batch might still commit when the lock goes); it is
 // marked, and the first sweep after the batch can no longer commit
-// deletes it, and no object that has a row. Parallel: most of its 12 s
-// is waiting for the deadline and the lock, on a database and bucket of
-// its own.
+// deletes it, and no object that has a row.
 func TestTimedOutUploadLeavesNoObject(t *testing.T) {
-	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024"}})
 	ws := uuid.New()
 	kept := stage(t, srv, ws, "kept.bin", "application/octet-stream", strings.Repeat("k", 4096))
