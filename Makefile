@@ -79,8 +79,8 @@ vet:
 # linked for both. Nothing else is linked: go build ./... would link every
 # main package (13 for each system) only to throw the binaries away, the
 # one step of this target the build cache cannot skip.
-WINDOWS_LIBS = $$(GOOS=windows GOARCH=amd64 $(GO) list -f '{{if and .GoFiles (ne .Name "main")}}{{.ImportPath}}{{end}}' ./...)
-WINDOWS_MAINS = $$(GOOS=windows GOARCH=amd64 $(GO) list -f '{{if and .GoFiles (eq .Name "main")}}{{.ImportPath}}{{end}}' ./...)
+WINDOWS_LIBS = $$(GOOS=windows GOARCH=amd64 $(GO) list -e -f '{{if and .GoFiles (ne .Name "main")}}{{.ImportPath}}{{end}}' ./...)
+WINDOWS_MAINS = $$(GOOS=windows GOARCH=amd64 $(GO) list -e -f '{{if and .GoFiles (eq .Name "main")}}{{.ImportPath}}{{end}}' ./...)
 cross-build:
 	GOOS=windows GOARCH=amd64 $(GO) build $(WINDOWS_LIBS)
 	GOOS=windows GOARCH=amd64 $(GO) vet $(WINDOWS_MAINS)

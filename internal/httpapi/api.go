@@ -3,6 +3,14 @@
 // table in routes.go) through the API Gateway adapter, the dev server
 // mounts them all, and tests call them directly: one code path, three
 // doors.
+//
+// The handlers parse, call one method of Store (store.go: the methods of
+// *pendinguploads.Store they use, which internal/app hands New) and
+// translate its errors through the one table of errors.go. That seam lets
+// the tests of what is HTTP's own (status mapping, query and path
+// parsing, multipart limits, CORS, error shapes) run in milliseconds over
+// an in-memory fake (fake_test.go), with no Postgres; the suites against
+// the whole service on Postgres and moto (apptest) prove the contract.
 package httpapi
 
 import (
