@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // A file above the server's multipart threshold goes to the bucket in

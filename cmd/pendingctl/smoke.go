@@ -28,7 +28,7 @@ resumed once (the client's ResumeUpload: only the missing parts go), and
 committed; its content byte for byte; the ack of both files; and the list
 again (it no longer shows them).
 
-Each step is printed as it ends: STEP, RESULT (ok, FAIL or skipped), TIME
+Each step is printed as it ends: STEP, RESULT (Ok, Fail or Skipped), TIME
 and what it found. The first step that fails ends the run, and names
 itself. Whatever the run staged is acked, and an upload it began is
 aborted, before it exits, after a failure too (and after Ctrl-C).
@@ -217,9 +217,15 @@ func (s *smoke) step(ctx context.Context, name string, fn func(context.Context) 
 	}
 	s.steps = append(s.steps, row)
 	if s.table != nil {
-		fmt.Fprintf(s.table, "%-15s %-7s %8s  %s\n", row.Name, strings.ToUpper(row.Result[:1])+row.Result[1:], roundDuration(took), row.Detail)
+		fmt.Fprintf(s.table, "%-15s %-7s %8s  %s\n", row.Name, tableResult(row.Result), roundDuration(took), row.Detail)
 	}
 	return out
+}
+
+// tableResult is a step's result as the table prints it: "ok" as "Ok"
+// (the words smokeUsage lists).
+func tableResult(result string) string {
+	return strings.ToUpper(result[:1]) + result[1:]
 }
 
 // roundDuration is d as the table shows it: ms under a second, else

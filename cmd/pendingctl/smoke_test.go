@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,6 +407,21 @@ func TestSmokeCleanupFails(t *testing.T) {
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr: got %q, want %q", r.stderr, want)
+		}
+	}
+}
+
+// TestSmokeHelpNamesTheResults: the RESULT words smoke's help lists are
+// the words its table prints, for every result a step can have.
+func TestSmokeHelpNamesTheResults(t *testing.T) {
+	m := regexp.MustCompile(`RESULT \(([^)]*)\)`).FindStringSubmatch(smokeUsage)
+	if m == nil {
+		t.Fatal("smoke's help lists no RESULT words")
+	}
+	listed := strings.NewReplacer(",", " ", " or ", " ").Replace(m[1])
+	for _, result := range []string{"ok", "fail", "skipped"} {
+		if word := tableResult(result); !slices.Contains(strings.Fields(listed), word) {
+			t.Errorf("the table prints %q for %s; the help lists %q", word, result, m[1])
 		}
 	}
 }

@@ -4,20 +4,32 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
+
+// testClock is a store clock (apptest.Options.Now) that a test moves
+// forward: time.Now plus an offset, safe for concurrent use.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // TestTokenTablesDisappear: a platform migration renames org_api_tokens
 // while the service runs (it read the token tables at its first look-up).
 // No request answers 500: the request that meets the missing relation is
 // 503 (retry), and from the next one on workspace and admin tokens work
 // again while the old org token fails closed (401). Before, every bearer
-// request answered 500 until a restart.
+// request answered 500 until a restart. When the table comes back, org
+// tokens work again within pendinguploads.TokenTablesMaxAge (before, they
+// stayed 401 until a restart).
 func TestTokenTablesDisappear(t *testing.T) {
-	o := newOrgSetup(t, apptest.Options{})
+	clock := &testClock{}
+	o := newOrgSetup(t, apptest.Options{Now: clock.now})
 	srv := o.srv
 	_, wsTok := platformWorkspaceIn(t, srv, o.child1)
 	orgTok := o.mintOrgToken(t, &o.root1)
@@ -48,12 +60,65 @@ func TestTokenTablesDisappear(t *testing.T) {
 		})
 	}
 
-	// The table comes back: whatever this process then says of the org
-	// token (it reads the tables again only when a statement fails), it
-	// is never a 500.
+	// The table comes back: never a 500, and once the tables read are
+	// TokenTablesMaxAge old, the org token works again.
 	sqlExec(t, srv, `ALTER TABLE org_api_tokens_v2 RENAME TO org_api_tokens`)
 	if res := get(t, list, orgTok); res.status >= 500 {
 		t.Errorf("org token after the table came back: got %d %s", res.status, res.body)
+	}
+	clock.advance(pendinguploads.TokenTablesMaxAge)
+	wantStatus(t, get(t, list, orgTok), http.StatusOK)
+}
+
+// TestTokenColumnsRenamed: a column the org look-up names (or the
+// workspaces table it walks) is missing, either from the process's first
+// look-up (a platform database older than that migration) or renamed away
+// while it runs. Workspace and admin tokens work (after at most the one
+// 503 of the request that met the change); org tokens are refused (401,
+// fail closed); and when the column comes back, org tokens work again
+// within pendinguploads.TokenTablesMaxAge, no restart. Before, every
+// workspace token answered 503 until the column came back.
+func TestTokenColumnsRenamed(t *testing.T) {
+	for name, c := range map[string]struct{ away, back string }{
+		"ExpiresAt":  {`ALTER TABLE org_api_tokens RENAME COLUMN expires_at TO expires_at_v2`, `ALTER TABLE org_api_tokens RENAME COLUMN expires_at_v2 TO expires_at`},
+		"OrgID":      {`ALTER TABLE org_api_tokens RENAME COLUMN org_id TO org_ref`, `ALTER TABLE org_api_tokens RENAME COLUMN org_ref TO org_id`},
+		"ParentID":   {`ALTER TABLE workspaces RENAME COLUMN parent_id TO parent`, `ALTER TABLE workspaces RENAME COLUMN parent TO parent_id`},
+		"Workspaces": {`ALTER TABLE workspaces RENAME TO workspaces_v2`, `ALTER TABLE workspaces_v2 RENAME TO workspaces`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := &testClock{}
+			o := newOrgSetup(t, apptest.Options{Now: clock.now})
+			srv := o.srv
+			_, wsTok := platformWorkspaceIn(t, srv, o.child1)
+			orgTok := o.mintOrgToken(t, &o.root1)
+			list, content := listURL(srv, o.child1.String()), contentURL(srv, o.child1.String(), o.file.FileID)
+			missing := func() {
+				t.Helper()
+				for _, u := range []string{list, content} {
+					wantStatus(t, get(t, u, wsTok), http.StatusOK)
+					wantStatus(t, get(t, u, srv.AdminToken), http.StatusOK)
+					wantStatus(t, get(t, u, orgTok), http.StatusUnauthorized)
+				}
+			}
+			back := func() {
+				t.Helper()
+				sqlExec(t, srv, c.back)
+				clock.advance(pendinguploads.TokenTablesMaxAge)
+				wantStatus(t, get(t, list, orgTok), http.StatusOK)
+				wantStatus(t, get(t, list, wsTok), http.StatusOK)
+			}
+
+			sqlExec(t, srv, c.away) // before the first look-up
+			missing()
+			back()
+
+			sqlExec(t, srv, c.away) // while the service runs
+			if res := get(t, list, wsTok); res.status != http.StatusOK && res.status != http.StatusServiceUnavailable {
+				t.Fatalf("workspace token after the rename: got %d %s, want 200 or a 503 to retry", res.status, res.body)
+			}
+			missing()
+			back()
+		})
 	}
 }
 

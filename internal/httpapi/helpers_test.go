@@ -103,24 +103,37 @@ type result struct {
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-func uploadsURL(srv *apptest.Server, ws string) string {
-	return srv.URL + "/workspaces/" + ws + "/chat/uploads"
+// server is what a handler test runs against: the whole service on
+// Postgres (apptest.Server), or the handlers over the in-memory fake
+// (fakeServer, fake_test.go) for what is HTTP's own behaviour.
+type server interface{ *apptest.Server | *fakeServer }
+
+// baseURL is srv's base URL, no trailing slash.
+func baseURL[S server](srv S) string {
+	if s, ok := any(srv).(*fakeServer); ok {
+		return s.URL
+	}
+	return any(srv).(*apptest.Server).URL
 }
 
-func presignURL(srv *apptest.Server, ws string) string {
-	return srv.URL + "/workspaces/" + ws + "/chat/uploads/presign"
+func uploadsURL[S server](srv S, ws string) string {
+	return baseURL(srv) + "/workspaces/" + ws + "/chat/uploads"
 }
 
-func listURL(srv *apptest.Server, ws string) string {
-	return srv.URL + "/workspaces/" + ws + "/pending-uploads"
+func presignURL[S server](srv S, ws string) string {
+	return baseURL(srv) + "/workspaces/" + ws + "/chat/uploads/presign"
 }
 
-func contentURL(srv *apptest.Server, ws, id string) string {
-	return srv.URL + "/workspaces/" + ws + "/pending-uploads/" + id + "/content"
+func listURL[S server](srv S, ws string) string {
+	return baseURL(srv) + "/workspaces/" + ws + "/pending-uploads"
 }
 
-func ackURL(srv *apptest.Server, ws, id string) string {
-	return srv.URL + "/workspaces/" + ws + "/pending-uploads/" + id + "/ack"
+func contentURL[S server](srv S, ws, id string) string {
+	return baseURL(srv) + "/workspaces/" + ws + "/pending-uploads/" + id + "/content"
+}
+
+func ackURL[S server](srv S, ws, id string) string {
+	return baseURL(srv) + "/workspaces/" + ws + "/pending-uploads/" + id + "/ack"
 }
 
 // newRequest builds a request with "Authorization: Bearer token" (none
@@ -170,9 +183,9 @@ func post(t *testing.T, u, token, ctype string, body []byte) result {
 // rawRequest writes head (request line and headers, without the blank
 // line) and body on a fresh connection, half-closes it when closeWrite,
 // and reads the response: for bodies no well-behaved client sends.
-func rawRequest(t *testing.T, srv *apptest.Server, head string, body []byte, closeWrite bool) result {
+func rawRequest[S server](t *testing.T, srv S, head string, body []byte, closeWrite bool) result {
 	t.Helper()
-	u, _ := url.Parse(srv.URL)
+	u, _ := url.Parse(baseURL(srv))
 	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +344,7 @@ type stagedFile struct {
 
 // uploadParts uploads parts to ws with token and returns the staged files,
 // failing unless the answer is 200.
-func uploadParts(t *testing.T, srv *apptest.Server, ws, token string, parts ...part) []stagedFile {
+func uploadParts[S server](t *testing.T, srv S, ws, token string, parts ...part) []stagedFile {
 	t.Helper()
 	body, ctype := form(t, parts...)
 	res := post(t, uploadsURL(srv, ws), token, ctype, body)
@@ -377,16 +390,30 @@ func sqlExec(t *testing.T, srv *apptest.Server, q string, args ...any) {
 	}
 }
 
-// rowCounts returns how many pending_uploads and activity_logs rows ws has.
-func rowCounts(t *testing.T, srv *apptest.Server, ws uuid.UUID) (uploads, activity int) {
+// rowCounts returns how many pending_uploads and activity_logs rows ws
+// has (on the fake: its files, twice).
+func rowCounts[S server](t *testing.T, srv S, ws uuid.UUID) (uploads, activity int) {
 	t.Helper()
-	return sqlCount(t, srv, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws),
-		sqlCount(t, srv, `SELECT count(*) FROM activity_logs WHERE workspace_id = $1`, ws)
+	if f, ok := any(srv).(*fakeServer); ok {
+		n := f.Store.filesOf(ws)
+		return n, n
+	}
+	s := any(srv).(*apptest.Server)
+	return sqlCount(t, s, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws),
+		sqlCount(t, s, `SELECT count(*) FROM activity_logs WHERE workspace_id = $1`, ws)
 }
 
-// wantNothingStored fails unless ws has no row in either table.
-func wantNothingStored(t *testing.T, srv *apptest.Server, ws uuid.UUID) {
+// wantNothingStored fails unless ws has no row in either table; on the
+// fake, unless the handlers asked nothing of the store for ws but a
+// token's check (a refusal the HTTP layer gives reaches no storage).
+func wantNothingStored[S server](t *testing.T, srv S, ws uuid.UUID) {
 	t.Helper()
+	if f, ok := any(srv).(*fakeServer); ok {
+		if calls := f.Store.callsFor(ws); len(calls) != 0 {
+			t.Errorf("store calls for %s: got %v, want none but Verify", ws, calls)
+		}
+		return
+	}
 	if u, a := rowCounts(t, srv, ws); u != 0 || a != 0 {
 		t.Errorf("rows stored (pending_uploads, activity_logs): got (%d, %d), want (0, 0)", u, a)
 	}
@@ -438,6 +465,9 @@ func stageOne(srv *apptest.Server, ws uuid.UUID, data []byte, name, mimetype str
 
 // functionHandler is the handler of one Lambda function: the routes of
 // the table that name it, as its main serves them.
-func functionHandler(srv *apptest.Server, function string) http.Handler {
-	return srv.App.API.Handler(httpapi.RoutesOf(function)...)
+func functionHandler[S server](srv S, function string) http.Handler {
+	if f, ok := any(srv).(*fakeServer); ok {
+		return f.API.Handler(httpapi.RoutesOf(function)...)
+	}
+	return any(srv).(*apptest.Server).App.API.Handler(httpapi.RoutesOf(function)...)
 }

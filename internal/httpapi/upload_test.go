@@ -17,9 +17,10 @@ import (
 )
 
 // TestUploadBadInput covers form A's table of API.md, row by row: each
-// answer exact, nothing stored.
+// answer exact, nothing asked of the store (over the fake: parsing is
+// HTTP's own).
 func TestUploadBadInput(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{})
+	srv := newFakeServer(t, fakeOptions{})
 	good := file("good.txt", "text/plain", "good")
 	sixtyFive := make([]part, 65)
 	for i := range sixtyFive {
@@ -88,10 +89,12 @@ func TestUploadBadInput(t *testing.T) {
 }
 
 // TestUploadRequestCap covers "whole body over the request cap", with an
-// honest Content-Length and with a body of unknown length.
+// honest Content-Length and with a body of unknown length (over the fake;
+// the configuration's cap reaching the API is TestUploadDefaultRequestCap's,
+// against the whole service).
 func TestUploadRequestCap(t *testing.T) {
 	const limit = 65536
-	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": fmt.Sprint(limit)}})
+	srv := newFakeServer(t, fakeOptions{MaxRequestBytes: limit})
 
 	// sized returns a form whose body is exactly n bytes: one file, and a
 	// filler field that counts towards the cap but is not a file.
@@ -147,7 +150,8 @@ func TestUploadRequestCap(t *testing.T) {
 }
 
 // TestUploadDefaultRequestCap checks the 4 MiB default, refused on the
-// declared Content-Length before the body is read.
+// declared Content-Length before the body is read. Against the whole
+// service: the default is the configuration's.
 func TestUploadDefaultRequestCap(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
@@ -159,9 +163,10 @@ func TestUploadDefaultRequestCap(t *testing.T) {
 }
 
 // TestUploadPerFileCap needs a request cap above 25 MiB to reach the
-// per-file cap.
+// per-file cap (over the fake, whose FileCap is the default's; the
+// store's own cap is pendinguploads' TestStage).
 func TestUploadPerFileCap(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": fmt.Sprint(30 << 20)}})
+	srv := newFakeServer(t, fakeOptions{MaxRequestBytes: 30 << 20})
 
 	t.Run("FileExceedsPerFileCap", func(t *testing.T) {
 		ws := uuid.New()
@@ -529,9 +534,10 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 
 // TestUploadUnreadableDispositionRefused: a part whose Content-Disposition
 // cannot be read might be a file; storing the request without it would
-// lose the file silently, so the whole request is refused.
+// lose the file silently, so the whole request is refused (over the
+// fake).
 func TestUploadUnreadableDispositionRefused(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{})
+	srv := newFakeServer(t, fakeOptions{})
 	ws := uuid.New()
 	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
 	for name, disp := range map[string]string{
@@ -559,9 +565,9 @@ func TestUploadUnreadableDispositionRefused(t *testing.T) {
 // TestUploadCutBody: a body that ends early, whether right after a
 // boundary line (no closing delimiter) or short of its Content-Length, is
 // 400 malformed and nothing of it is stored, however complete its first
-// parts look. A whole body with an epilogue still passes.
+// parts look. A whole body with an epilogue still passes (over the fake).
 func TestUploadCutBody(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{})
+	srv := newFakeServer(t, fakeOptions{})
 	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
 	const ctype = "multipart/form-data; boundary=B"
 	for name, body := range map[string]string{

@@ -47,8 +47,9 @@ type roundTrip struct {
 }
 
 // roundTrip starts the round trip of a call acting for caller on
-// workspace ws. Its error (reading the token tables, once per process)
-// means the database cannot be asked: the call fails closed.
+// workspace ws. Its error (reading the token tables, at most every
+// TokenTablesMaxAge) means the database cannot be asked: the call fails
+// closed.
 func (s *Store) roundTrip(ctx context.Context, caller *auth.Identity, ws uuid.UUID) (*roundTrip, error) {
 	rt := &roundTrip{s: s, caller: caller, ws: ws}
 	if caller.Trusted() {

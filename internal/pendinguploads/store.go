@@ -46,6 +46,10 @@ type Settings struct {
 	// off.
 	MaxPendingBytes int64
 	MaxPendingFiles int64
+	// RequestTimeout bounds a request's calls to Postgres and S3
+	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
+	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
+	RequestTimeout time.Duration
 }
 
 // Store is the pending_uploads table, and the bucket of large files when
@@ -58,8 +62,9 @@ type Store struct {
 	// presigned uploads. Nil keeps every file inline in Postgres.
 	bucket Bucket
 	Settings
-	// Now is the clock the sweep reads the bucket's object ages against
-	// (New sets time.Now).
+	// Now is the clock the sweep reads the bucket's object ages against,
+	// and the age of the token tables read (TokenTablesMaxAge) (New sets
+	// time.Now).
 	Now func() time.Time
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
@@ -81,7 +86,7 @@ func (s *Store) logger() *slog.Logger {
 // database (tokens.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
-	s.tokens = &tokens{db: db, logger: s.logger}
+	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}
 	return s
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,56 +24,104 @@ import (
 // condition that it may act on a workspace is written. It is safe for
 // concurrent use.
 //
-// Which tables exist is read once, at the first look-up that needs it
-// (one round trip in the life of a process): the service alone has no
-// org_api_tokens, and then org tokens simply do not exist. A database
-// that gains the table later is seen by processes started after. One
-// that loses it (a platform migration renames it) is seen at once: the
-// statement that meets the missing relation fails, schemaChanged drops
-// what was read, and the next look-up reads it again (workspace tokens
-// go on working; org tokens are then unknown, refused).
+// Which tables and columns exist is read at the first look-up that needs
+// it, and again at the first look-up after TokenTablesMaxAge (one round
+// trip a process every 30 s at most, taken by one request while the
+// others go on with what was read): the service alone has no
+// org_api_tokens, and then org tokens simply do not exist. Org tokens
+// are checked only while every column their look-up names exists; with
+// one missing (renamed away, or a platform database older than its
+// org_id or expires_at migration) they are refused, and workspace tokens,
+// whose look-up then leaves the org tables out, work as before. A table
+// or column that comes back is seen within TokenTablesMaxAge, no restart.
+// One that goes is seen at once: the statement that meets the missing
+// relation or column fails, schemaChanged drops what was read, and the
+// next look-up reads it again.
 type tokens struct {
 	db     DB
 	logger func() *slog.Logger
+	now    func() time.Time // the Store's clock: the schema's age
 
 	mu     sync.Mutex                  // held while the schema is read
 	schema atomic.Pointer[tokenSchema] // nil until read
 }
 
+// TokenTablesMaxAge bounds how long a process goes on with the token
+// tables and columns it read: a table or column a platform migration
+// brings back is used again within it. A re-read is one catalog query.
+const TokenTablesMaxAge = 30 * time.Second
+
 // tokenSchema is what the database offers the look-ups.
 type tokenSchema struct {
-	// orgTokens: org_api_tokens and workspaces (the org trees) exist.
+	// orgTokens: org_api_tokens and workspaces (the org trees) exist with
+	// every column the org look-up names (orgColumns).
 	orgTokens bool
 	// uuidv5: pgcrypto's digest() is callable, so an anchor that holds
 	// the control plane's org UUID can be matched to its org root (UUID
 	// v5 of it). Without it such anchors match nothing (fail closed).
 	uuidv5 bool
+	// missing names the org look-up's columns that do not exist, where
+	// org_api_tokens does (for the log).
+	missing []string
+	readAt  time.Time
 }
 
-// readSchema returns the schema, reading it on first use. Its error means
-// the database cannot be asked: the call fails closed.
+// orgColumns are the columns the org look-up (orgAllowedSQL, lookupSQL,
+// stamp) names, table.column.
+const orgColumns = `{org_api_tokens.token_hash,org_api_tokens.prefix,org_api_tokens.last_used_at,
+	org_api_tokens.revoked_at,org_api_tokens.org_id,org_api_tokens.expires_at,workspaces.id,workspaces.parent_id}`
+
+// readSchema returns the schema, reading it on first use and when it is
+// older than TokenTablesMaxAge. Its error means the database cannot be
+// asked: the call fails closed.
 func (t *tokens) readSchema(ctx context.Context) (tokenSchema, error) {
-	if s := t.schema.Load(); s != nil {
-		return *s, nil // every request after the first: no lock
+	old := t.schema.Load()
+	if old != nil && t.now().Sub(old.readAt) < TokenTablesMaxAge {
+		return *old, nil // nearly every request: no lock
 	}
-	t.mu.Lock()
+	if old == nil {
+		t.mu.Lock()
+	} else if !t.mu.TryLock() {
+		return *old, nil // another request is reading it
+	}
 	defer t.mu.Unlock()
-	if s := t.schema.Load(); s != nil {
+	if s := t.schema.Load(); s != nil && t.now().Sub(s.readAt) < TokenTablesMaxAge {
 		return *s, nil
 	}
-	var s tokenSchema
+	s := tokenSchema{readAt: t.now()}
+	var orgTable bool
 	err := t.db.QueryRow(ctx, `
-		SELECT to_regclass('org_api_tokens') IS NOT NULL AND to_regclass('workspaces') IS NOT NULL,
-		       to_regprocedure('digest(bytea,text)') IS NOT NULL`).Scan(&s.orgTokens, &s.uuidv5)
+		SELECT to_regclass('org_api_tokens') IS NOT NULL,
+		       array(SELECT c FROM unnest($1::text[]) AS c WHERE NOT EXISTS (
+		           SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(split_part(c, '.', 1))
+		             AND attname = split_part(c, '.', 2) AND attnum > 0 AND NOT attisdropped)),
+		       to_regprocedure('digest(bytea,text)') IS NOT NULL`, orgColumns).Scan(&orgTable, &s.missing, &s.uuidv5)
 	if err != nil {
 		return tokenSchema{}, wrap("token check: token tables", err)
+	}
+	s.orgTokens = len(s.missing) == 0
+	if !orgTable {
+		s.missing = nil // the service alone: no org tokens, nothing to say
+	}
+	t.logChange(old, s)
+	t.schema.Store(&s)
+	return s, nil
+}
+
+// logChange warns, when s differs from what was read before (old, nil for
+// nothing), of what keeps org tokens from being checked.
+func (t *tokens) logChange(old *tokenSchema, s tokenSchema) {
+	if old != nil && old.orgTokens == s.orgTokens && old.uuidv5 == s.uuidv5 && slices.Equal(old.missing, s.missing) {
+		return
+	}
+	if len(s.missing) > 0 {
+		t.logger().Warn("org tokens are refused: org_api_tokens lacks a column their look-up names; workspace tokens are unaffected",
+			"missing", s.missing)
 	}
 	if s.orgTokens && !s.uuidv5 {
 		t.logger().Warn("org tokens anchored by the control plane's org UUID cannot be checked without pgcrypto's digest(); they are refused",
 			"fix", "CREATE EXTENSION pgcrypto")
 	}
-	t.schema.Store(&s)
-	return s, nil
 }
 
 // schemaChanged reports whether err (a statement's, carrying a look-up or

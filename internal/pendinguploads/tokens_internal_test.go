@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,7 +30,7 @@ func TestLookupPlansStaySmall(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&jitAbove); err != nil {
 		t.Fatal(err)
 	}
-	tokens := &tokens{db: pool, logger: slog.Default}
+	tokens := &tokens{db: pool, logger: slog.Default, now: time.Now}
 	s, err := tokens.readSchema(ctx)
 	if err != nil || !s.orgTokens || !s.uuidv5 {
 		t.Fatalf("platform schema read as %+v, %v: want org tokens and UUID v5", s, err)

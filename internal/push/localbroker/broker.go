@@ -2,8 +2,11 @@
 // tests: mochi-mqtt in the same process, serving MQTT over WebSocket at
 // /mqtt on a loopback port, with the check AWS IoT Core's custom
 // authorizer makes (push.Allow on connect, push.MaySubscribe on
-// subscribe; no client may publish). The service publishes to it in
-// process (Broker is a push.Publisher).
+// subscribe; no client may publish, and a client's will is dropped at
+// connect, never published nor retained) and IoT Core's bounds (packets
+// of at most 128 KiB, CONNECT within seconds of the upgrade, a bound on
+// connections). The service publishes to it in process (Broker is a
+// push.Publisher).
 package localbroker
 
 import (
@@ -35,23 +38,62 @@ type Broker struct {
 
 var _ push.Publisher = (*Broker)(nil)
 
+// MaxPacketBytes is the largest MQTT packet the broker reads, fixed
+// header included: AWS IoT Core's message size quota, 128 KB
+// (https://docs.aws.amazon.com/general/latest/gr/iot-core.html#message-broker-limits).
+// A packet declaring more is refused from its fixed header, before its
+// body is read or any room made for it, and its connection closed.
+const MaxPacketBytes = 128 * 1024
+
+// Limits bound the connections a broker holds. A zero field takes its
+// default.
+type Limits struct {
+	// ConnectWithin bounds the time from the WebSocket's upgrade to its
+	// CONNECT packet, read whole; a connection that sends none by then is
+	// closed. Default 5 s.
+	ConnectWithin time.Duration
+	// MaxConnections bounds the WebSocket connections held at once,
+	// before CONNECT and after; an upgrade beyond it is answered 503.
+	// Default 1000.
+	MaxConnections int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.ConnectWithin <= 0 {
+		l.ConnectWithin = 5 * time.Second
+	}
+	if l.MaxConnections <= 0 {
+		l.MaxConnections = 1000
+	}
+	return l
+}
+
 // Start starts a broker listening on addr (host:port; port 0 picks a
-// free one), checking credentials with v. log receives the broker's own
-// warnings and every refused connection (nil: discarded).
+// free one), checking credentials with v, under the default Limits. log
+// receives the broker's own warnings and every refused connection (nil:
+// discarded).
 func Start(addr string, v push.Verifier, log *slog.Logger) (*Broker, error) {
+	return StartLimited(addr, v, log, Limits{})
+}
+
+// StartLimited is Start under limits.
+func StartLimited(addr string, v push.Verifier, log *slog.Logger, limits Limits) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	limits = limits.withDefaults()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("push broker: %w", err)
 	}
-	srv := mqtt.New(&mqtt.Options{InlineClient: true, Logger: log.With("component", "mqtt")})
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = MaxPacketBytes
+	srv := mqtt.New(&mqtt.Options{InlineClient: true, Logger: log.With("component", "mqtt"), Capabilities: caps})
 	if err := srv.AddHook(&checkHook{verify: v, log: log}, nil); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("push broker: %w", err)
 	}
-	wl := &wsListener{ln: ln}
+	wl := &wsListener{ln: ln, limits: limits, slots: make(chan struct{}, limits.MaxConnections)}
 	if err := srv.AddListener(wl); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("push broker: %w", err)
@@ -81,7 +123,8 @@ func (b *Broker) Publish(ctx context.Context, topic string, payload []byte) erro
 func (b *Broker) Close() error { return b.srv.Close() }
 
 // checkHook admits connections by push.Allow and subscriptions by
-// push.MaySubscribe; it refuses every client publish.
+// push.MaySubscribe; it refuses every client publish and drops every
+// client's will (IoT Core's authorizer policy grants no iot:Publish).
 type checkHook struct {
 	mqtt.HookBase
 	verify push.Verifier
@@ -91,7 +134,19 @@ type checkHook struct {
 func (h *checkHook) ID() string { return "pendinguploads-token-check" }
 
 func (h *checkHook) Provides(b byte) bool {
-	return b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
+	return b == mqtt.OnConnect || b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
+}
+
+// OnConnect drops the will the CONNECT carries, before the connection is
+// admitted: the broker publishes a will without an ACL check, so a will
+// would let a client publish (and retain) on any topic, another
+// workspace's included, by cutting its connection.
+func (h *checkHook) OnConnect(cl *mqtt.Client, _ packets.Packet) error {
+	if cl.Properties.Will.Flag != 0 {
+		h.log.Info("push connection's will dropped: clients may not publish", "client_id", cl.ID)
+	}
+	cl.Properties.Will = mqtt.Will{}
+	return nil
 }
 
 // connectTimeout bounds the token look-up of one CONNECT.
@@ -126,6 +181,8 @@ func (h *checkHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
 // tells its port), serving MQTT over WebSocket at Path.
 type wsListener struct {
 	ln        net.Listener
+	limits    Limits
+	slots     chan struct{} // one per connection held: MaxConnections
 	srv       *http.Server
 	establish listeners.EstablishFn // set by Serve, before the first accept
 }
@@ -137,11 +194,23 @@ func (l *wsListener) Protocol() string { return "ws" }
 func (l *wsListener) Init(*slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case l.slots <- struct{}{}:
+			defer func() { <-l.slots }()
+		default:
+			http.Error(w, "too many connections", http.StatusServiceUnavailable)
+			return
+		}
 		c, err := upgrader.Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
 		defer c.Close()
+		// The CONNECT must arrive by then; mochi sets the connection's
+		// deadline from its keep-alive once it has read it.
+		if err := c.UnderlyingConn().SetReadDeadline(time.Now().Add(l.limits.ConnectWithin)); err != nil {
+			return
+		}
 		_ = l.establish(l.ID(), newWSConn(c))
 	})
 	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -69,6 +69,10 @@ type Options struct {
 	// with our migrations over it: pgtest.MustPlatformURL), with the
 	// 100 MiB CHECK when Cap100MiB.
 	Platform, Cap100MiB bool
+	// Now, when set, is the store's clock (pendinguploads.Store.Now), set
+	// before the service serves: a test moves it past a bound
+	// (pendinguploads.TokenTablesMaxAge) instead of sleeping.
+	Now func() time.Time
 }
 
 // Server is a running service.
@@ -155,6 +159,9 @@ func NewServer(tb testing.TB, opts Options) *Server {
 	}
 	tb.Cleanup(a.Close)
 	s.App, s.Store = a, a.Store
+	if opts.Now != nil {
+		s.Store.Now = opts.Now
+	}
 	hs := httptest.NewServer(a.API.Mux())
 	tb.Cleanup(hs.Close)
 	s.URL = hs.URL

@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
