@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // Client talks to one pendinguploads API with one bearer token. Set the
@@ -50,16 +48,20 @@ type Client struct {
 	limitsState
 }
 
-// DefaultMaxRequestBytes is the server's default MAX_REQUEST_BYTES.
-const DefaultMaxRequestBytes = limits.DefaultRequestBytes
+// DefaultMaxRequestBytes is the server's default MAX_REQUEST_BYTES (4 MiB).
+//
+// This constant and the two below restate the server's caps (its
+// internal/limits, which this module cannot import); a test of the server
+// module holds them equal.
+const DefaultMaxRequestBytes = 4 << 20
 
 // MaxFileBytes is the server's default per-file cap (MAX_FILE_BYTES's
 // default, 25 MiB); Upload uses the cap the server announces at GET
 // /uploads/limits, and this one only when the server has no such route.
-const MaxFileBytes = limits.DefaultFileBytes
+const MaxFileBytes = 25 << 20
 
-// MaxFilesPerRequest is the most files one upload or presign request takes.
-const MaxFilesPerRequest = limits.MaxFiles
+// MaxFilesPerRequest is the most files one upload or presign request takes (64).
+const MaxFilesPerRequest = 64
 
 // New returns a client of the API at baseURL (scheme and host, and an
 // optional path prefix such as an API Gateway stage) acting with token.

@@ -9,6 +9,15 @@
 //	staged, err := c.Upload(ctx, ws, []client.UploadFile{f})
 //	files, err := c.List(ctx, ws)
 //
+// It is a module of its own, for Go 1.23 and later, that brings nothing
+// of the server (no database driver, no AWS SDK; deps_test.go holds it):
+//
+//	go get github.com/pendinguploads/pendinguploads/client@v0.1.0
+//
+// A release is the repository's tag of its version prefixed with the
+// module's folder, as Go finds a module in a subfolder (docs/clients.md);
+// any commit works too (go get …/client@COMMIT).
+//
 // # Uploads
 //
 // Upload sends files that fit the server's request cap (MAX_REQUEST_BYTES,

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // APIError is a 4xx or 5xx answer of the API (or of the bucket, for a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // Limits are the caps a server announces at GET /uploads/limits

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // One multipart/form-data request of files: its body laid out without

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // A file above the server's multipart threshold goes to the bucket in
@@ -273,6 +273,9 @@ func (c *Client) ResumePresign(ctx context.Context, ws, uploadID uuid.UUID) (Pre
 // commit's answer lost, or a process that died before it recorded the
 // answer) is answered with the file that commit stored. An upload the
 // server no longer has is an error wrapping ErrUploadGone (and the 404).
+// A commit that fails otherwise (a 503: the server's deadline, its
+// storage) is that error, never ErrUploadGone: the parts a failed commit
+// assembled stay, and the next ResumeUpload sends none of them again.
 // Ending ctx stops it with the bucket's parts kept: it may be resumed
 // again.
 func (c *Client) ResumeUpload(ctx context.Context, ws, uploadID uuid.UUID, f UploadFile) (StagedFile, error) {
@@ -281,12 +284,20 @@ func (c *Client) ResumeUpload(ctx context.Context, ws, uploadID uuid.UUID, f Upl
 	case isCommitted(err):
 		return c.commitOne(ctx, ws, uploadID)
 	case IsNotFound(err):
-		// Its parts may have been assembled by a commit that then failed:
-		// such an upload is still committed whole.
-		if s, cerr := c.commitOne(ctx, ws, uploadID); cerr == nil {
+		// A server older than this client says 404 for an upload whose
+		// parts a commit assembled, then failed: such an upload is still
+		// committed whole. Only the commit's word that it has no such
+		// upload (404, upload_not_received) makes it gone; a commit that
+		// failed otherwise (a 503) leaves it to resume again.
+		s, cerr := c.commitOne(ctx, ws, uploadID)
+		switch {
+		case cerr == nil:
 			return s, nil
+		case IsNotFound(cerr) || ErrorCode(cerr) == wire.CodeUploadNotReceived:
+			return StagedFile{}, fmt.Errorf("resume %s: %w (%w)", f.Name, ErrUploadGone, err)
+		default:
+			return StagedFile{}, fmt.Errorf("resume %s: %w", f.Name, cerr)
 		}
-		return StagedFile{}, fmt.Errorf("resume %s: %w (%w)", f.Name, ErrUploadGone, err)
 	case err != nil:
 		return StagedFile{}, err
 	}

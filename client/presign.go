@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // Presigned uploads: Presign declares the files (and their SHA-256s),

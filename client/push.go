@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 
 	"github.com/google/uuid"
 )

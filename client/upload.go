@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
-	"github.com/pendinguploads/pendinguploads/wire"
+	"github.com/pendinguploads/pendinguploads/client/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // Upload plans what goes how: files that fit the request cap go as

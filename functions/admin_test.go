@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -102,6 +104,10 @@ func TestAdmin(t *testing.T) {
 			`{"action":"revoke","workspace":"` + ws + `"}`,
 			`{"action":"list","limit":1001}`,
 			`{"action":"list","limit":-1}`,
+			// The nil UUID names no workspace: never "every workspace".
+			`{"action":"list","workspace":"00000000-0000-0000-0000-000000000000"}`,
+			`{"action":"create","workspace":"00000000-0000-0000-0000-000000000000"}`,
+			`{"action":"revoke","workspace":"00000000-0000-0000-0000-000000000000","match":"` + c.ID + `"}`,
 		} {
 			ans, raw := askAdmin(t, rt, req)
 			if ans.Error == nil || ans.Error.Code != admin.CodeBadRequest || ans.Error.Message == "" ||
@@ -136,5 +142,34 @@ func TestAdmin(t *testing.T) {
 	}
 	if !strings.Contains(rt.Logs(), `"msg":"token created"`) {
 		t.Errorf("the admin function did not log the creation:\n%s", rt.Logs())
+	}
+}
+
+// TestAdminUnknownWorkspace: on the platform's schema, where a token's
+// workspace must exist (foreign key), create for a workspace the platform
+// does not hold is an answer, workspace_not_found (the HTTP API's 404
+// code), with nothing stored and no function error; for one it holds, a
+// token. Before, the foreign-key violation was a function error.
+func TestAdminUnknownWorkspace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.MustPlatformURL(t, false)
+	rt := start(t, "admin", "DATABASE_URL="+url)
+	pool := openPool(t, url)
+	unknown, known := uuid.New(), uuid.New()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO workspaces (id, name) VALUES ($1, 'w')`, known); err != nil {
+		t.Fatal(err)
+	}
+	ans, raw := askAdmin(t, rt, `{"action":"create","workspace":"`+unknown.String()+`"}`)
+	if ans.Error == nil || ans.Error.Code != "workspace_not_found" ||
+		!strings.Contains(ans.Error.Message, unknown.String()) || ans.Create != nil {
+		t.Errorf("create for an unknown workspace: got %s, want only a workspace_not_found error naming it", raw)
+	}
+	ans, raw = askAdmin(t, rt, `{"action":"create","workspace":"`+known.String()+`"}`)
+	if ans.Create == nil || ans.Create.WorkspaceID != known {
+		t.Errorf("create for a workspace of the platform: got %s, want a token", raw)
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM workspace_auth_tokens`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("tokens stored: got %d (%v), want the 1 of the known workspace", n, err)
 	}
 }

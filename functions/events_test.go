@@ -329,4 +329,14 @@ func TestEvents(t *testing.T) {
 			t.Errorf("got %+v, want a complete Custom::Migrate Create request", ev)
 		}
 	})
+	t.Run("iotendpoint", func(t *testing.T) {
+		var ev cfn.Event
+		if err := json.Unmarshal(readEvent(t, "iotendpoint"), &ev); err != nil {
+			t.Fatalf("unmarshal: %v", err)
+		}
+		if ev.RequestType != cfn.RequestCreate || ev.ResponseURL == "" || ev.RequestID == "" ||
+			ev.LogicalResourceID != "PushEndpointLookup" || ev.ResourceType != "Custom::IotEndpoint" {
+			t.Errorf("got %+v, want a complete Custom::IotEndpoint Create request for PushEndpointLookup", ev)
+		}
+	})
 }

@@ -17,13 +17,13 @@ import (
 	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // templateS3Policies reads the S3 statements template.yaml grants each

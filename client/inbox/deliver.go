@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/client"
-	"github.com/pendinguploads/pendinguploads/internal/sanitize"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 
 // deliver downloads f into its .part, verifies it, records its final
@@ -33,7 +33,7 @@ func (p *Puller) deliver(ctx context.Context, f client.File) (Delivery, error) {
 		}
 		return Delivery{}, err
 	}
-	final, err := uniqueName(p.dir, sanitize.Filename(f.Name))
+	final, err := uniqueName(p.dir, wire.SanitizeFilename(f.Name))
 	if err != nil {
 		_ = os.Remove(part)
 		return Delivery{}, err
@@ -184,7 +184,7 @@ func (p *Puller) place(rec *record) (string, bool, error) {
 
 // rename picks a new final name for rec and records it before use.
 func (p *Puller) rename(rec *record) error {
-	final, err := uniqueName(p.dir, sanitize.Filename(rec.Name))
+	final, err := uniqueName(p.dir, wire.SanitizeFilename(rec.Name))
 	if err != nil {
 		return err
 	}

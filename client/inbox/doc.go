@@ -21,7 +21,7 @@
 //     .part already there (a download cut short) is resumed: its bytes
 //     are hashed, the rest asked for with Range: bytes=<have>-, and the
 //     whole file verified as above.
-//  2. Choose the final name: internal/sanitize.Filename of the server's
+//  2. Choose the final name: wire.SanitizeFilename of the server's
 //     name (sanitized again: this package writes to disk), or name-1.ext,
 //     name-2.ext, … if taken.
 //  3. Write the delivery record D/.pendinguploads/<file_id>.record

@@ -12,11 +12,14 @@ package watch
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
@@ -53,6 +56,12 @@ type Watcher struct {
 	// Status receives one line each time the watcher's state changes:
 	// connected, polling, reconnecting in N s (nil: none).
 	Status func(line string)
+	// RootCAs verifies a wss broker's certificate (nil: the system's
+	// roots).
+	RootCAs *x509.CertPool
+	// Proxy chooses the HTTP proxy of the WebSocket connection (nil:
+	// http.ProxyFromEnvironment, HTTPS_PROXY and NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 func (w *Watcher) status(format string, args ...any) {
@@ -161,11 +170,53 @@ var errRefused = errors.New("subscription refused")
 
 // connect connects and subscribes; on success the client is returned
 // connected, lost receiving the error that ends the connection.
+//
+// Against AWS IoT Core the connection is MQTT over WebSocket with custom
+// authentication, the credentials in the CONNECT, exactly as
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html
+// ("MQTT over WebSockets") and the port table of
+// https://docs.aws.amazon.com/iot/latest/developerguide/protocols.html
+// ("Protocols, port mappings, and authentication") have it:
+//   - wss to port 443, GET /mqtt, Sec-WebSocket-Protocol mqtt (the
+//     announced URL; paho's dialer sets the subprotocol);
+//   - the authorizer named by x-amz-customauthorizer-name, in the URL's
+//     query (as the server announces it) and as a header of the upgrade;
+//   - unsigned: no SigV4 query or Authorization header (the authorizer
+//     has signing disabled, and a signed upgrade would be IAM
+//     authentication instead);
+//   - TLS 1.2 or later with SNI the endpoint's host name, which
+//     custom-auth.html requires when the credentials travel in the
+//     CONNECT;
+//   - ALPN http/1.1 and never mqtt: protocols.html gives MQTT over
+//     WebSocket with custom authentication no ALPN name ("N/A") and mqtt
+//     to raw MQTT, which a WebSocket upgrade is not; custom-auth.html's
+//     "ALPN ... required" points at the raw-MQTT section. AWS's Device SDK
+//     likewise sends mqtt only for direct connections, and browsers (which
+//     cannot choose ALPN) send http/1.1;
+//   - MQTT 3.1.1 (IoT Core speaks 3.1.1 and 5, not 3.1: paho would fall
+//     back to 3.1 after a refusal), the workspace's id as the username,
+//     the token as the password, a client id the authorizer's policy
+//     names.
+//
+// internal/testkit/iotcoretest enforces these; TestWatchThroughIoTCore
+// runs this code against it.
 func (w *Watcher) connect(ctx context.Context, onHint func(), lost chan<- error) (mqtt.Client, error) {
 	var suffix [8]byte
 	_, _ = crand.Read(suffix[:])
+	broker, err := url.Parse(w.Sub.URL)
+	if err != nil {
+		return nil, fmt.Errorf("push URL %q: %w", w.Sub.URL, err)
+	}
 	opts := mqtt.NewClientOptions().
 		AddBroker(w.Sub.URL).
+		SetProtocolVersion(4).
+		SetTLSConfig(&tls.Config{
+			ServerName: broker.Hostname(),
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"http/1.1"},
+			RootCAs:    w.RootCAs,
+		}).
+		SetWebsocketOptions(&mqtt.WebsocketOptions{Proxy: w.Proxy}).
 		SetClientID(w.Sub.Username + "-" + hex.EncodeToString(suffix[:])).
 		SetUsername(w.Sub.Username).
 		SetPassword(w.Sub.Password).
@@ -191,7 +242,7 @@ func (w *Watcher) connect(ctx context.Context, onHint func(), lost chan<- error)
 		return nil, fmt.Errorf("connect %s: %w", w.Sub.URL, err)
 	}
 	tok := c.Subscribe(w.Sub.Topic, 0, func(mqtt.Client, mqtt.Message) { onHint() })
-	err := wait(ctx, tok)
+	err = wait(ctx, tok)
 	if st, ok := tok.(*mqtt.SubscribeToken); err == nil && ok && st.Result()[w.Sub.Topic] >= 0x80 {
 		err = errRefused
 	}

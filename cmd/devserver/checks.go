@@ -70,7 +70,7 @@ func prepareBucket(ctx context.Context, cfg config.Config, loadAWS func(context.
 	}
 	client := s3blobs.NewClient(awsCfg, cfg.S3Endpoint, cfg.S3ForcePathStyle)
 	if local {
-		if err := locals3.CreateBucket(cctx, client, cfg.ContentBucket, cfg.CORSAllowedOrigins); err != nil {
+		if err := locals3.CreateBucket(cctx, client, cfg.ContentBucket, locals3.BucketOrigins(cfg.CORSAllowedOrigins, cfg.PublicOrigin)); err != nil {
 			return startErrorf("LOCAL_S3", "%v", err)
 		}
 		return nil

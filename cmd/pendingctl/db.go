@@ -303,7 +303,7 @@ func parseTokenCommand(e env, sub string, args []string) (tokenCommand, error) {
 		return c, usagef("--function and --stack both name the admin function: pass one")
 	}
 	c.req = admin.Request{Action: sub}
-	if c.ws != uuid.Nil {
+	if sub != "list" || *wsFlag != "" { // list without --workspace: every workspace's
 		c.req.Workspace = c.ws.String()
 	}
 	switch sub {

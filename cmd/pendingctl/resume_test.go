@@ -346,3 +346,71 @@ func TestUploadInterrupted(t *testing.T) {
 		pulled(t, srv, ws, data)
 	})
 }
+
+// TestUploadCommitCutResumes: the commit of an upload in parts cut by its
+// deadline (every CopyObject answers later than the commit's budget,
+// REQUEST_TIMEOUT=2s plus the 11 MiB at pendinguploads.CopyRate) after
+// S3 assembled the parts: pendingctl upload fails (503, each of the
+// client's tries), says the upload can be resumed, and keeps its state.
+// Run again with the bucket still slow, it resumes with every part in the
+// bucket and none to send, fails the commit again, and never says the
+// server lost the upload (it did not). Run a third time with the bucket
+// quick again, it commits: one file, byte-exact, no part sent after the
+// first run.
+func TestUploadCommitCutResumes(t *testing.T) {
+	const size, parts = 11<<20 + 123, 3
+	srv, proxy := partsServer(t, map[string]string{"REQUEST_TIMEOUT": "2s",
+		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 << 20), "MULTIPART_PART_BYTES": fmt.Sprint(5 << 20)})
+	ws := uuid.New()
+	data := fastBytes(size, 7)
+	paths, _ := fixture(t, map[string][]byte{"big.bin": data})
+	stateDir := t.TempDir()
+	vars := apiVars(srv, "", srv.AdminToken)
+	args := []string{"upload", "--workspace", ws.String(), "--state", stateDir, paths[0]}
+	proxy.SlowCopies(time.Minute, 0)
+
+	r := exe(t, vars, args...)
+	expect(t, r, 1, "upload whose commit is cut")
+	if !strings.Contains(r.stderr, "503") || !strings.Contains(r.stderr, "the upload of "+paths[0]+" can be resumed") {
+		t.Errorf("first run: stderr %q, want the 503 and how to resume", r.stderr)
+	}
+	if got := proxy.Parts(); len(got) != parts {
+		t.Fatalf("parts of the first run: %v, want %d", got, parts)
+	}
+	readState(t, stateDir)
+
+	proxy.Reset()
+	r = exe(t, vars, args...)
+	expect(t, r, 1, "resume whose commit is cut again")
+	t.Logf("stderr of the second run: %s", r.stderr)
+	if strings.Contains(r.stderr, "no longer has") || strings.Contains(r.stderr, "starting over") {
+		t.Errorf("second run: stderr %q says the upload is gone; it is not", r.stderr)
+	}
+	if want := "all 3 parts of " + paths[0] + " (11.0 MiB) are in the bucket already; committing"; !strings.Contains(r.stderr, want) {
+		t.Errorf("second run: stderr %q, want %q", r.stderr, want)
+	}
+	if got := proxy.Parts(); len(got) != 0 {
+		t.Errorf("parts sent again by the second run: %v, want none", got)
+	}
+	readState(t, stateDir)
+	if n := rows(t, srv, ws); n != 0 {
+		t.Fatalf("rows after two cut commits: %d, want 0", n)
+	}
+
+	proxy.SlowCopies(0, 0)
+	r = exe(t, vars, args...)
+	expect(t, r, 0, "resume with the bucket quick again")
+	if strings.Count(r.stdout, "staged ") != 1 {
+		t.Errorf("third run: stdout %q, want one file staged", r.stdout)
+	}
+	if got := proxy.Parts(); len(got) != 0 {
+		t.Errorf("parts sent again by the third run: %v, want none", got)
+	}
+	if s := states(t, stateDir); len(s) != 0 {
+		t.Errorf("state files left: %v", s)
+	}
+	if n := rows(t, srv, ws); n != 1 {
+		t.Fatalf("rows: %d, want 1", n)
+	}
+	pulled(t, srv, ws, data)
+}

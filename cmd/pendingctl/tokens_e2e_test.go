@@ -155,6 +155,14 @@ func TestTokensThroughTheAdminFunction(t *testing.T) {
 		}
 		expect(t, exe(t, vars, "token", "list", "--function", function, "--stack", stack), 2, "--function with --stack")
 
+		// --workspace with the nil UUID names no workspace: refused, never
+		// every workspace's tokens.
+		r = exe(t, vars, "token", "list", "--function", function, "--workspace", uuid.Nil.String())
+		expect(t, r, 1, "list --workspace with the nil UUID")
+		if !strings.Contains(r.stderr, "bad_request") || strings.Contains(r.stdout, created.ID) {
+			t.Errorf("list --workspace %s: stdout %q, stderr %q; want refused (bad_request), no token listed", uuid.Nil, r.stdout, r.stderr)
+		}
+
 		// A stack without the output: deployed before the admin function.
 		old := vars["AWS_ENDPOINT_URL_CLOUDFORMATION"]
 		vars["AWS_ENDPOINT_URL_CLOUDFORMATION"] = describeStacks(t, stack, map[string]string{"ApiUrl": srv.URL})

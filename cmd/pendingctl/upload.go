@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/humanize"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...
@@ -30,10 +30,10 @@ parts, several at once. Each request is all or nothing; a file that fits
 neither path is refused with a clear message.
 
 An upload in parts survives an interruption (Ctrl-C, a crash, a lost
-connection, --timeout): it leaves a small state file, and running the same
-command again (same workspace, the file unchanged) sends only the parts
-the bucket lacks, then stages the file, once. The state file goes away once
-the file is staged. A file that changed since, or an upload the server no
+connection, --timeout, a commit the server could not finish): it leaves a
+small state file, and running the same command again (same workspace, the
+file unchanged) sends only the parts the bucket lacks, then stages the
+file, once. The state file goes away once the file is staged. A file that changed since, or an upload the server no
 longer has (an hour after it began, or aborted), starts over, and says so.
 
 Flags:
@@ -224,6 +224,12 @@ func (u *uploadRun) resumed(it *uploadItem, p client.PresignedUpload) {
 	var held int64
 	for _, r := range p.Multipart.Received {
 		held += r.Size
+	}
+	if len(p.Multipart.Parts) == 0 {
+		// Assembled by a commit that then failed: only the commit is left.
+		fmt.Fprintf(u.e.stderr, "pendingctl upload: all %d parts of %s (%s) are in the bucket already; committing\n",
+			p.Multipart.PartCount, it.path, humanize.Bytes(it.f.Size))
+		return
 	}
 	fmt.Fprintf(u.e.stderr, "pendingctl upload: %d of %d parts of %s (%s of %s) are in the bucket already; sending the other %d\n",
 		len(p.Multipart.Received), p.Multipart.PartCount, it.path, humanize.Bytes(held), humanize.Bytes(it.f.Size),

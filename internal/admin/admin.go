@@ -19,8 +19,10 @@
 //	{"revoke":{"revoked":1}}
 //
 // A request the service refuses (not an object, an unknown field or action, a
-// workspace that is not a UUID, a revoke that matches no live token) is
-// answered, not failed: {"error":{"code":"bad_request"|"not_found",
+// workspace that is not a UUID or is the nil UUID, a create for a
+// workspace the platform's database does not hold, a revoke that matches
+// no live token) is answered, not failed:
+// {"error":{"code":"bad_request"|"workspace_not_found"|"not_found",
 // "message":"…"}}, and the invocation succeeds. A failure (the database
 // does not answer) is a Lambda function error: the caller gets
 // X-Amz-Function-Error with the error's message, and the function's Errors
@@ -42,6 +44,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 )
 
@@ -58,6 +61,10 @@ const (
 	CodeBadRequest = "bad_request"
 	// CodeNotFound: revoke matched no live token of the workspace.
 	CodeNotFound = "not_found"
+	// CodeWorkspaceNotFound: create named a workspace the database does
+	// not hold (ErrWorkspaceNotFound); the HTTP API's 404 code for the
+	// same.
+	CodeWorkspaceNotFound = string(wire.CodeWorkspaceNotFound)
 )
 
 // List's bounds: DefaultLimit tokens when Limit is 0, at most MaxLimit.
@@ -69,8 +76,8 @@ const (
 // Request is one request to the service.
 type Request struct {
 	Action string `json:"action"`
-	// Workspace is the workspace's UUID: required by create and revoke;
-	// list lists every workspace's tokens without it.
+	// Workspace is the workspace's UUID, never the nil UUID: required by
+	// create and revoke; list lists every workspace's tokens without it.
 	Workspace string `json:"workspace,omitempty"`
 	// Match (revoke) is a token's ID or prefix, as list shows them, or
 	// the token itself. It is never logged.
@@ -166,10 +173,10 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (Answer, 
 }
 
 // Handle answers req. A request it refuses is answered with an Error
-// (CodeBadRequest, CodeNotFound); the returned error is a failure of the
-// database, with the answer empty.
+// (CodeBadRequest, CodeWorkspaceNotFound, CodeNotFound); the returned
+// error is a failure of the database, with the answer empty.
 func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
-	var ws uuid.UUID
+	var ws *uuid.UUID // nil: list's every workspace
 	switch req.Action {
 	case ActionCreate, ActionRevoke, ActionList:
 	case "":
@@ -181,18 +188,28 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		return refuse(CodeBadRequest, "%s needs a workspace", req.Action), nil
 	}
 	if req.Workspace != "" {
-		var err error
-		if ws, err = uuid.Parse(req.Workspace); err != nil {
+		id, err := uuid.Parse(req.Workspace)
+		if err != nil {
 			return refuse(CodeBadRequest, "workspace %q is not a UUID", req.Workspace), nil
 		}
+		if id == uuid.Nil {
+			return refuse(CodeBadRequest, "workspace %s is the nil UUID: no workspace (list without a workspace lists every one)", id), nil
+		}
+		ws = &id
 	}
-	log := s.logger().With("action", req.Action, "workspace_id", ws)
+	log := s.logger().With("action", req.Action)
+	if ws != nil {
+		log = log.With("workspace_id", *ws)
+	}
 	switch req.Action {
 	case ActionCreate:
 		if req.Match != "" || req.Limit != 0 {
 			return refuse(CodeBadRequest, "create takes only a workspace"), nil
 		}
-		tok, info, err := CreateToken(ctx, s.db, ws)
+		tok, info, err := CreateToken(ctx, s.db, *ws)
+		if errors.Is(err, ErrWorkspaceNotFound) {
+			return refuse(CodeWorkspaceNotFound, "workspace %s does not exist", *ws), nil
+		}
 		if err != nil {
 			return Answer{}, err
 		}
@@ -220,9 +237,9 @@ func (s *Service) Handle(ctx context.Context, req Request) (Answer, error) {
 		if req.Match == "" || req.Limit != 0 {
 			return refuse(CodeBadRequest, "revoke takes a workspace and a match: a token's ID or prefix, or the token"), nil
 		}
-		n, err := RevokeToken(ctx, s.db, ws, req.Match)
+		n, err := RevokeToken(ctx, s.db, *ws, req.Match)
 		if errors.Is(err, ErrTokenNotFound) {
-			return refuse(CodeNotFound, "no live token of workspace %s matches", ws), nil
+			return refuse(CodeNotFound, "no live token of workspace %s matches", *ws), nil
 		}
 		if err != nil {
 			return Answer{}, err

@@ -39,6 +39,13 @@ type TokenInfo struct {
 // ErrTokenNotFound is returned by RevokeToken when no live token matches.
 var ErrTokenNotFound = errors.New("admin: no such live token")
 
+// ErrWorkspaceNotFound is returned by CreateToken when the database
+// refuses the token's workspace: on the platform's schema,
+// workspace_auth_tokens.workspace_id references workspaces (foreign key,
+// SQLSTATE 23503). The service's own schema has no workspaces table: any
+// UUID is a workspace there.
+var ErrWorkspaceNotFound = errors.New("admin: workspace not found")
+
 // CreateToken makes a token for workspaceID, stores its hash and returns
 // the token. The token cannot be recovered later.
 func CreateToken(ctx context.Context, db DB, workspaceID uuid.UUID) (string, TokenInfo, error) {
@@ -51,6 +58,10 @@ func CreateToken(ctx context.Context, db DB, workspaceID uuid.UUID) (string, Tok
 		INSERT INTO workspace_auth_tokens (token_hash, workspace_id, prefix)
 		VALUES ($1, $2, $3) RETURNING id::text, created_at`,
 		auth.HashToken(tok), workspaceID, info.Prefix).Scan(&info.ID, &info.CreatedAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.TableName == "workspace_auth_tokens" {
+		return "", TokenInfo{}, fmt.Errorf("create token for %s: %w", workspaceID, ErrWorkspaceNotFound)
+	}
 	if err != nil {
 		return "", TokenInfo{}, fmt.Errorf("create token: %w", err)
 	}
@@ -78,14 +89,15 @@ func RevokeToken(ctx context.Context, db DB, workspaceID uuid.UUID, which string
 	return int(tag.RowsAffected()), nil
 }
 
-// ListTokens lists the tokens of workspaceID (every workspace for
-// uuid.Nil), newest first, at most limit (1..1000).
-func ListTokens(ctx context.Context, db DB, workspaceID uuid.UUID, limit int) ([]TokenInfo, error) {
+// ListTokens lists the tokens of workspaceID (every workspace's for nil;
+// any UUID, the nil UUID included, is one workspace), newest first, at
+// most limit (1..1000).
+func ListTokens(ctx context.Context, db DB, workspaceID *uuid.UUID, limit int) ([]TokenInfo, error) {
 	limit = min(max(limit, 1), 1000)
 	rows, err := db.Query(ctx, `
 		SELECT id::text, workspace_id, prefix, created_at, last_used_at, revoked_at
 		FROM workspace_auth_tokens
-		WHERE $1::uuid = '00000000-0000-0000-0000-000000000000' OR workspace_id = $1
+		WHERE $1::uuid IS NULL OR workspace_id = $1
 		ORDER BY created_at DESC, id::text DESC LIMIT $2`, workspaceID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)

@@ -246,6 +246,7 @@ func (a *App) newAPI(cfg config.Config, adminToken string) (*httpapi.API, error)
 	}
 	api := httpapi.New(a.Store, authn)
 	api.MaxRequestBytes = cfg.MaxRequestBytes
+	api.RequestTimeout = cfg.RequestTimeout
 	api.Logger = a.Logger
 	api.Metrics = a.Metrics
 	api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
@@ -264,6 +265,7 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		PartBytes:          cfg.PartBytes,
 		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
 		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
+		RequestTimeout:     cfg.RequestTimeout,
 	}
 }
 

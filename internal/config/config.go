@@ -50,6 +50,10 @@ type Config struct {
 
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
+	// RequestTimeout (REQUEST_TIMEOUT) bounds a request's calls to
+	// Postgres and S3; a commit of presigned uploads gets more, for the
+	// bytes it copies (pendinguploads.CommitTimeout).
+	RequestTimeout time.Duration
 
 	S3Endpoint       string // S3_ENDPOINT
 	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
@@ -130,6 +134,9 @@ const (
 	DefaultWorkspaceMaxPendingBytes = 5 << 30
 	DefaultWorkspaceMaxPendingFiles = 10_000
 	DefaultAckRetention             = time.Hour
+	// DefaultRequestTimeout is REQUEST_TIMEOUT's default: with the 2 s of
+	// cleanup after a failure, a 503 within API.md's 15 s.
+	DefaultRequestTimeout = 10 * time.Second
 
 	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
 	// what the schema's CHECK allows (100 MiB).
@@ -138,6 +145,11 @@ const (
 	// bucket's backstop rule deletes objects/ after 3 days, and a row must
 	// never outlive its object.
 	maxRowLife = 72 * time.Hour
+	// minRequestTimeout and maxRequestTimeout bound REQUEST_TIMEOUT: under
+	// a second a connect alone may not fit; Lambda ends any invocation
+	// at 15 minutes.
+	minRequestTimeout = time.Second
+	maxRequestTimeout = 15 * time.Minute
 	// maxRequestCap bounds MAX_REQUEST_BYTES, for the dev server too: 64
 	// files of 25 MiB.
 	maxRequestCap = 64 * DefaultMaxFileBytes
@@ -243,10 +255,16 @@ func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	}
 }
 
-// readDurations reads UPLOAD_TTL and ACK_RETENTION, and holds their sum
-// under the bucket's backstop rule when there is a bucket.
+// readDurations reads UPLOAD_TTL, ACK_RETENTION and REQUEST_TIMEOUT, and
+// holds the first two's sum under the bucket's backstop rule when there
+// is a bucket.
 func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
 	var err error
+	c.RequestTimeout, err = durationVar(getenv, "REQUEST_TIMEOUT", DefaultRequestTimeout)
+	errs.add(err)
+	if err == nil && (c.RequestTimeout < minRequestTimeout || c.RequestTimeout > maxRequestTimeout) {
+		errs.add(fmt.Errorf("REQUEST_TIMEOUT: want %s to %s, got %s", minRequestTimeout, maxRequestTimeout, c.RequestTimeout))
+	}
 	c.UploadTTL, err = durationVar(getenv, "UPLOAD_TTL", DefaultUploadTTL)
 	errs.add(err)
 	if err == nil && c.UploadTTL <= 0 {

@@ -17,7 +17,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.InlineMaxBytes != 262144 || c.MaxRequestBytes != 4194304 || c.MaxFileBytes != 26214400 ||
-		c.UploadTTL != 24*time.Hour || c.AckRetention != time.Hour || c.ContentBucket != "" || c.S3ForcePathStyle {
+		c.UploadTTL != 24*time.Hour || c.AckRetention != time.Hour || c.ContentBucket != "" || c.S3ForcePathStyle ||
+		c.RequestTimeout != 10*time.Second {
 		t.Fatalf("defaults: got %+v", c)
 	}
 }
@@ -60,6 +61,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"DATABASE_URL":           {},
 		"ADMIN_TOKEN_SECRET_ARN": {"DATABASE_URL": "postgres://x"},
 		"DATABASE_QUERY_MODE":    {"DATABASE_QUERY_MODE": "simple_protocol"},
+		"REQUEST_TIMEOUT":        {"REQUEST_TIMEOUT": "10"},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -85,6 +87,16 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		c, err := config.Load(env(map[string]string{"MAX_FILE_BYTES": "104857600"}), 0)
 		if err != nil || c.MaxFileBytes != 104857600 {
 			t.Fatalf("got %d, %v", c.MaxFileBytes, err)
+		}
+	})
+	t.Run("RequestTimeoutOutOfRange", func(t *testing.T) {
+		for _, v := range []string{"0s", "500ms", "16m", "-10s"} {
+			if _, err := config.Load(env(map[string]string{"REQUEST_TIMEOUT": v}), 0); err == nil || !strings.Contains(err.Error(), "REQUEST_TIMEOUT") {
+				t.Errorf("REQUEST_TIMEOUT=%s: got %v, want an error naming it", v, err)
+			}
+		}
+		if c, err := config.Load(env(map[string]string{"REQUEST_TIMEOUT": "25s"}), 0); err != nil || c.RequestTimeout != 25*time.Second {
+			t.Errorf("REQUEST_TIMEOUT=25s: got %s, %v", c.RequestTimeout, err)
 		}
 	})
 	t.Run("ZeroTTL", func(t *testing.T) {

@@ -12,7 +12,12 @@
 // and Rules as CloudFormation would (conditions_test.go) and hold each
 // shape to what it must create: every default deploys from zero (its own
 // network, database, secrets and bucket), and given a network and a
-// database it creates none of them. scripts/ensure-tools.sh, which make
+// database it creates none of them. The template CloudFormation gets is
+// held too (translated_test.go): the SAM transform's output, made by the
+// SAM translator cfn-lint ships (testdata/translate.py) for three shapes,
+// with one stage, the routes and their permissions on it, no reserved
+// concurrency at the defaults, and the order of creation a first deploy
+// needs. scripts/ensure-tools.sh, which make
 // test runs first, names the missing Debian packages before it installs
 // them, and with INSTALL=0 installs nothing and stops with the apt-get
 // line to run (ensuretools_test.go). The package has tests only.

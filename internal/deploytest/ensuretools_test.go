@@ -18,6 +18,7 @@ import (
 // (CHROMIUM names a path that does not exist); apt-get and npm are stubs
 // that record their calls.
 func TestEnsureToolsSaysWhatItInstalls(t *testing.T) {
+	t.Parallel() // runs the script in a folder of stubs of its own, beside TestCfnLint
 	for _, tool := range []string{"moto_server", "cfn-lint"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not on PATH: ensure-tools stops there whatever it is asked", tool)

@@ -3,6 +3,7 @@ package deploytest
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,7 +66,47 @@ func TestLocalBucketIsTheTemplates(t *testing.T) {
 	if int32(maxAge) != aws.ToInt32(lr.MaxAgeSeconds) {
 		t.Errorf("cors MaxAge: template %d, locals3 %d", maxAge, aws.ToInt32(lr.MaxAgeSeconds))
 	}
-	if ref(get(tr, "AllowedOrigins")) != "CorsAllowedOrigins" || !slices.Equal(lr.AllowedOrigins, []string{"https://canvas.example.com"}) {
-		t.Errorf("cors AllowedOrigins: want the API's origins on both sides")
+	if !slices.Equal(lr.AllowedOrigins, []string{"https://canvas.example.com"}) {
+		t.Errorf("locals3.CORS: AllowedOrigins %v, want the origins it is given", lr.AllowedOrigins)
 	}
+
+	// The origins: the API's browser origins and its public origin, as
+	// locals3.BucketOrigins makes them; no rule without either. A
+	// same-origin canvas (PublicOrigin alone) still PUTs to the bucket's
+	// host, another origin.
+	for _, c := range []struct{ cors, public string }{
+		{"", ""}, {"https://a.example.com,https://b.example.com", ""},
+		{"", "https://canvas.example.com"}, {"https://a.example.com", "https://canvas.example.com"},
+	} {
+		s := newShape(t, tpl, map[string]string{"CorsAllowedOrigins": c.cors, "PublicOrigin": c.public})
+		var corsList []string
+		if c.cors != "" {
+			corsList = strings.Split(c.cors, ",")
+		}
+		want := locals3.BucketOrigins(corsList, c.public)
+		cfg := get(s.resources()["ContentBucket"], "Properties", "CorsConfiguration")
+		if len(want) == 0 {
+			if cfg != nil {
+				t.Errorf("CorsAllowedOrigins %q, PublicOrigin %q: a CORS rule, want none", c.cors, c.public)
+			}
+			continue
+		}
+		rules := get(cfg, "CorsRules")
+		if rules == nil || len(rules.Content) != 1 {
+			t.Errorf("CorsAllowedOrigins %q, PublicOrigin %q: no CORS rule, want one for %v", c.cors, c.public, want)
+			continue
+		}
+		if got := s.strs(get(rules.Content[0], "AllowedOrigins")); !slices.Equal(got, want) {
+			t.Errorf("CorsAllowedOrigins %q, PublicOrigin %q: the bucket's AllowedOrigins %v, locals3.BucketOrigins %v", c.cors, c.public, got, want)
+		}
+	}
+}
+
+// strs is the value of a list of strings, as CloudFormation makes it: a
+// Ref to a list parameter, a sequence of strings, or an Fn::Split.
+func (s *shape) strs(n *yaml.Node) []string {
+	if name, args := fn(n); name == "Fn::Split" {
+		return strings.Split(s.str(args[1]), s.str(args[0]))
+	}
+	return s.list(n)
 }

@@ -3,8 +3,10 @@ package deploytest
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 )
 
 // TestParameterRangesFitConfig: every value a numeric parameter of the
@@ -87,5 +89,49 @@ func TestQueryModeValuesFitConfig(t *testing.T) {
 	}
 	if got := scalar(get(tpl.doc, "Parameters", "DatabaseQueryMode", "Default")); got != string(config.Defaults().DatabaseQueryMode) {
 		t.Errorf("DatabaseQueryMode: default %q, the configuration's %q", got, config.Defaults().DatabaseQueryMode)
+	}
+}
+
+// TestRequestTimeoutFitsTheFunctions: every RequestTimeout the template
+// admits is a REQUEST_TIMEOUT the configuration accepts (the environment
+// gets it in seconds), and the largest ends, with lambdafn.Margin kept to
+// answer, before the upload function's timeout: a request's deadline
+// never outlives the invocation that answers it.
+func TestRequestTimeoutFitsTheFunctions(t *testing.T) {
+	tpl := loadTemplate(t)
+	p := get(tpl.doc, "Parameters", "RequestTimeout")
+	if p == nil {
+		t.Fatal("parameter RequestTimeout missing")
+	}
+	for _, key := range []string{"MinValue", "MaxValue", "Default"} {
+		v := scalar(get(p, key))
+		c, err := config.Load(func(k string) string {
+			if k == "REQUEST_TIMEOUT" {
+				return v + "s"
+			}
+			return ""
+		}, 0)
+		if err != nil || v == "" {
+			t.Errorf("RequestTimeout %s %q: the configuration refuses it: %v", key, v, err)
+		} else if key == "Default" && c.RequestTimeout != config.DefaultRequestTimeout {
+			t.Errorf("RequestTimeout Default %s s, the configuration's default %s", v, config.DefaultRequestTimeout)
+		}
+	}
+	largest, err := strconv.Atoi(scalar(get(p, "MaxValue")))
+	if err != nil {
+		t.Fatalf("RequestTimeout MaxValue: %v", err)
+	}
+	timeout, err := strconv.Atoi(scalar(get(tpl.doc, "Globals", "Function", "Timeout")))
+	if fn := scalar(get(tpl.functions["Upload"].node, "Properties", "Timeout")); fn != "" {
+		timeout, err = strconv.Atoi(fn)
+	}
+	if err != nil {
+		t.Fatalf("Upload's Timeout: %v", err)
+	}
+	if limit := time.Duration(timeout)*time.Second - lambdafn.Margin; time.Duration(largest)*time.Second > limit {
+		t.Errorf("RequestTimeout MaxValue %d s: past the upload function's %d s less lambdafn.Margin (%s)", largest, timeout, lambdafn.Margin)
+	}
+	if env := get(tpl.doc, "Globals", "Function", "Environment", "Variables", "REQUEST_TIMEOUT"); env == nil || env.Tag != "!Sub" || env.Value != "${RequestTimeout}s" {
+		t.Errorf("Globals' REQUEST_TIMEOUT: want !Sub \"${RequestTimeout}s\"")
 	}
 }

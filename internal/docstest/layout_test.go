@@ -1,6 +1,7 @@
 package docstest
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,8 +56,8 @@ func layoutEntries(t *testing.T, root string) []string {
 }
 
 // TestLayoutIsTrue: every path the Layout map names exists, and every
-// package of the module lies under one of them, so a package added or
-// moved shows up in the map.
+// package of the repository's modules (the server's, the client's) lies
+// under one of them, so a package added or moved shows up in the map.
 func TestLayoutIsTrue(t *testing.T) {
 	root := root(t)
 	var covered []string // directories (and files) the map names, as they exist
@@ -72,13 +73,7 @@ func TestLayoutIsTrue(t *testing.T) {
 			covered = append(covered, filepath.ToSlash(rel))
 		}
 	}
-	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, dir := range strings.Fields(string(out)) {
+	for _, dir := range strings.Fields(goList(t, root, "-f", "{{.Dir}}")) {
 		rel, _ := filepath.Rel(root, dir)
 		rel = filepath.ToSlash(rel)
 		ok := false
@@ -94,4 +89,41 @@ func TestLayoutIsTrue(t *testing.T) {
 			t.Errorf("package %s is not in docs/layout.md's map", rel)
 		}
 	}
+}
+
+// goList runs go list with args and the pattern ./... in each Go module of
+// the repository (the server's at root, the client's in client/: a folder
+// with a go.mod) and returns their outputs, joined.
+func goList(t *testing.T, root string, args ...string) string {
+	t.Helper()
+	var mods []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" {
+			mods = append(mods, filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) < 2 {
+		t.Fatalf("%d Go modules in the repository, want the server's and the client's", len(mods))
+	}
+	var out strings.Builder
+	for _, dir := range mods {
+		cmd := exec.Command("go", append(append([]string{"list"}, args...), "./...")...)
+		cmd.Dir = dir
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list in %s: %v", dir, err)
+		}
+		out.Write(b)
+	}
+	return out.String()
 }

@@ -4,27 +4,21 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// packageDocs returns each package directory of the module (relative,
+// packageDocs returns each package directory of the modules (relative,
 // slash-separated) with its package doc comment and its non-test .go
 // files.
 func packageDocs(t *testing.T, root string) map[string]pkgDoc {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f",
-		`{{.Dir}}|{{join .GoFiles " "}} {{join .IgnoredGoFiles " "}}|{{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}`, "./...")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
+	out := goList(t, root, "-f",
+		`{{.Dir}}|{{join .GoFiles " "}} {{join .IgnoredGoFiles " "}}|{{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}`)
 	docs := map[string]pkgDoc{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		dir, rest, _ := strings.Cut(line, "|")
 		files, tests, _ := strings.Cut(rest, "|")
 		var d pkgDoc

@@ -3,9 +3,9 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.

@@ -3,6 +3,14 @@
 // table in routes.go) through the API Gateway adapter, the dev server
 // mounts them all, and tests call them directly: one code path, three
 // doors.
+//
+// The handlers parse, call one method of Store (store.go: the methods of
+// *pendinguploads.Store they use, which internal/app hands New) and
+// translate its errors through the one table of errors.go. That seam lets
+// the tests of what is HTTP's own (status mapping, query and path
+// parsing, multipart limits, CORS, error shapes) run in milliseconds over
+// an in-memory fake (fake_test.go), with no Postgres; the suites against
+// the whole service on Postgres and moto (apptest) prove the contract.
 package httpapi
 
 import (
@@ -19,23 +27,26 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // The request deadline of API.md. The caps are limits' and the
 // configuration's; the per-file cap is the store's (FileCap).
 const (
-	// RequestDeadline bounds every request's calls to its dependencies
-	// (Postgres, S3): API.md wants a 503 within 15 s of the request when
-	// one is down or frozen, on Lambda and on the dev server alike. The
-	// best-effort cleanup after a failure (discarding objects:
+	// RequestDeadline is the default of API.RequestTimeout
+	// (REQUEST_TIMEOUT), which bounds every request's calls to its
+	// dependencies (Postgres, S3): API.md wants a 503 within 15 s of the
+	// request when one is down or frozen, on Lambda and on the dev server
+	// alike. The best-effort cleanup after a failure (discarding objects:
 	// pendinguploads.CleanupBudget, 2 s) may run past it, or the check of
 	// a token before a refusal (as long again), not both: 10 s + 2 s
 	// leaves time to answer. The pool's 5 s connect timeout and the 10 s
-	// statement_timeout end most waits first, with the same 503.
+	// statement_timeout end most waits first, with the same 503. A commit
+	// of presigned uploads sets its own, grown by the bytes it copies
+	// (pendinguploads.CommitTimeout).
 	RequestDeadline = 10 * time.Second
 )
 
@@ -47,6 +58,9 @@ type API struct {
 
 	// MaxRequestBytes caps an upload's body (MAX_REQUEST_BYTES).
 	MaxRequestBytes int64
+	// RequestTimeout bounds each request's calls to its dependencies
+	// (REQUEST_TIMEOUT; 0: RequestDeadline), but a commit's copies.
+	RequestTimeout time.Duration
 	// Logger receives one JSON line per state change (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics receives EMF counters (nil: none).
@@ -106,7 +120,7 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 }
 
 // front routes a request to mux only when its method and path are those
-// of one of routes, with RequestDeadline on its context and, unless the
+// of one of routes, with RequestTimeout on its context and, unless the
 // route is public or the request a CORS preflight, the caller's identity
 // (auth.Authenticator.Identify; a refusal is answered here). ServeMux
 // alone would redirect a path holding "//" or "/../" (an HTML 307, before
@@ -117,7 +131,7 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 // Gateway routes only the methods of its table.
 func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), RequestDeadline)
+		ctx, cancel := context.WithTimeout(r.Context(), a.requestTimeout())
 		defer cancel()
 		r = r.WithContext(context.WithValue(ctx, withoutDeadlineKey{}, r.Context()))
 		var allow []string
@@ -208,9 +222,10 @@ func (a *API) identify(r *http.Request) (*http.Request, error) {
 type withoutDeadlineKey struct{}
 
 // withoutRequestDeadline returns the request's context without
-// RequestDeadline (for the copy of a long response body, which is not a
-// dependency call and may take longer); ctx itself when it did not come
-// through front.
+// RequestTimeout (for the copy of a long response body, which is not a
+// dependency call and may take longer, and for a commit, which sets its
+// own): on Lambda, the invocation's deadline less lambdafn.Margin still
+// bounds it. ctx itself when it did not come through front.
 func withoutRequestDeadline(ctx context.Context) context.Context {
 	if c, ok := ctx.Value(withoutDeadlineKey{}).(context.Context); ok {
 		return c
@@ -267,6 +282,13 @@ func (a *API) logger() *slog.Logger {
 }
 
 func (a *API) maxRequest() int64 { return a.MaxRequestBytes }
+
+func (a *API) requestTimeout() time.Duration {
+	if a.RequestTimeout > 0 {
+		return a.RequestTimeout
+	}
+	return RequestDeadline
+}
 
 // pathIDs returns the workspace a route's path names and who the request
 // acts for (front identified it). A bearer token is checked by the store

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -176,5 +177,54 @@ func TestCommitRace(t *testing.T) {
 				t.Errorf("rows: got %d, want one commit's worth (1 or 3)", up)
 			}
 		})
+	}
+}
+
+// TestCommitDeadlineFollowsItsBytes: through the S3 protocol, with a
+// bucket whose every copy answers 3 s late (s3test.PartProxy.SlowCopies)
+// and REQUEST_TIMEOUT=1s, a commit of 48 MiB (1 s plus 6 s at
+// pendinguploads.CopyRate) is staged, where the request's own deadline
+// would cut it; a commit of 1 MiB (1.125 s) is cut, 503, nothing stored,
+// and the same commit, once the bucket is quick again, stages it: a
+// frozen bucket still ends a small commit early, and a cut one stays
+// committable.
+func TestCommitDeadlineFollowsItsBytes(t *testing.T) {
+	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
+		"S3_ENDPOINT": proxy.URL, "REQUEST_TIMEOUT": "1s", "MAX_FILE_BYTES": fmt.Sprint(64 * mib)}})
+	ws := uuid.New()
+	put := func(size int) (string, []byte) {
+		t.Helper()
+		res := post(t, presignURL(srv, ws.String()), srv.AdminToken, "application/json",
+			[]byte(fmt.Sprintf(`{"files":[{"name":"f%d.bin","size":%d}]}`, size, size)))
+		wantStatus(t, res, http.StatusOK)
+		var pre presignAnswer
+		decodeJSON(t, res.body, &pre)
+		data := randomBytes(size)
+		putObject(t, pre.Uploads[0].URL, pre.Uploads[0].Headers, data)
+		return pre.Uploads[0].UploadID, data
+	}
+	big, bigData := put(48 * mib)
+	small, _ := put(1 * mib)
+	proxy.SlowCopies(3*time.Second, 0)
+
+	res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(big))
+	wantStatus(t, res, http.StatusOK)
+	var staged stagedAnswer
+	decodeJSON(t, res.body, &staged)
+	if f := staged.Files[0]; f.Size != 48*mib || f.SHA256 != sha256Hex(bigData) {
+		t.Errorf("staged: %+v, want 48 MiB of sha256 %s", f, sha256Hex(bigData))
+	}
+
+	res = post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(small))
+	wantError(t, res, http.StatusServiceUnavailable, "storage unavailable, retry shortly", nil)
+	if n := sqlCount(t, srv, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws); n != 1 {
+		t.Fatalf("rows after the cut commit: %d, want 1 (the big file only)", n)
+	}
+	proxy.SlowCopies(0, 0)
+	res = post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(small))
+	wantStatus(t, res, http.StatusOK)
+	if n := sqlCount(t, srv, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws); n != 2 {
+		t.Errorf("rows: %d, want 2", n)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // Error is an answer of API.md other than a success: its status, and the

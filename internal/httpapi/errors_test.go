@@ -104,7 +104,7 @@ func statusNamed(name string) int {
 // wireCodes reads the Code constants of package wire: name to value.
 func wireCodes(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "wire", "errors.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "client", "wire", "errors.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func apiCodes(t *testing.T) map[string][]int {
 func TestErrorCodes(t *testing.T) {
 	codes := wireCodes(t)
 	if len(codes) == 0 {
-		t.Fatal("no Code constants in wire/errors.go")
+		t.Fatal("no Code constants in client/wire/errors.go")
 	}
 	byValue := map[string]string{}
 	for name, v := range codes {

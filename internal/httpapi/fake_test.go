@@ -16,11 +16,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // fakeStore is an in-memory httpapi.Store for the tests of what is HTTP's

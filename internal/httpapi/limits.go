@@ -3,9 +3,9 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // LimitsOf is the answer of GET /uploads/limits for the configuration:

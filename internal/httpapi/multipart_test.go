@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -212,3 +213,52 @@ func TestMultipartUpload(t *testing.T) {
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// TestCutCommitLeavesItsPartsAssembled: a commit of an upload in parts
+// cut by its deadline after S3 assembled the parts (every CopyObject
+// answers late; REQUEST_TIMEOUT=1s) is 503 and stores nothing; the
+// resume then lists every part received and none to send (the upload is
+// not gone: 404 would make a client send it all again); an abort drops
+// the object the commit assembled, and the resume is 404 from then on.
+func TestCutCommitLeavesItsPartsAssembled(t *testing.T) {
+	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"S3_ENDPOINT": proxy.URL, "REQUEST_TIMEOUT": "1s",
+		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 * mib), "MULTIPART_PART_BYTES": fmt.Sprint(5 * mib)}})
+	ws := uuid.New()
+	tok := srv.WorkspaceToken(t, ws)
+	data := randomBytes(11*mib + 123)
+	parts := [][]byte{data[:5*mib], data[5*mib : 10*mib], data[10*mib:]}
+	plan := presignParts(t, srv, ws.String(), tok, len(data), parts)
+	for i, p := range plan.Multipart.Parts {
+		putObject(t, p.URL, p.Headers, parts[i])
+	}
+	proxy.SlowCopies(time.Minute, 0)
+	commit := []byte(fmt.Sprintf(`{"files":[{"upload_id":%q}]}`, plan.UploadID))
+	wantError(t, post(t, uploadsURL(srv, ws.String()), tok, "application/json", commit), http.StatusServiceUnavailable,
+		"storage unavailable, retry shortly", nil)
+	wantNothingStored(t, srv, ws)
+	if n := incompleteUploads(t, srv); n != 0 {
+		t.Fatalf("incomplete multipart uploads after the cut commit: %d, want 0 (S3 assembled the parts)", n)
+	}
+
+	res := post(t, resumeURL(srv, ws.String(), plan.UploadID), tok, "", nil)
+	wantStatus(t, res, http.StatusOK)
+	var resumed planAnswer
+	decodeJSON(t, res.body, &resumed)
+	if r := resumed.Multipart; r == nil || r.PartCount != 3 || len(r.Received) != 3 || len(r.Parts) != 0 ||
+		r.Received[2].PartNumber != 3 || r.Received[2].Size != int64(len(parts[2])) {
+		t.Fatalf("resume after the cut commit: %s, want every part received, none to send", res.body)
+	}
+
+	res = send(t, newRequest(t, "DELETE", resumeURL(srv, ws.String(), plan.UploadID), tok, "", nil))
+	wantStatus(t, res, http.StatusOK)
+	out, err := s3test.NewClient(srv.S3).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{
+		Bucket: aws.String(srv.Bucket), Prefix: aws.String("staging/" + ws.String() + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Contents) != 0 {
+		t.Errorf("staging objects after the abort: %d, want none", len(out.Contents))
+	}
+	wantError(t, post(t, resumeURL(srv, ws.String(), plan.UploadID), tok, "", nil), http.StatusNotFound, "upload not found", nil)
+}

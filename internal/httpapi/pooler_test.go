@@ -125,7 +125,7 @@ func TestPoolerExecMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantStatus(t, get(t, listURL(srv, ws.String()), tok), http.StatusOK)
-		list, err := admin.ListTokens(ctx, srv.App.DB, ws, 10)
+		list, err := admin.ListTokens(ctx, srv.App.DB, &ws, 10)
 		if err != nil || len(list) != 2 {
 			t.Fatalf("list tokens: got %d, %v; want 2", len(list), err)
 		}

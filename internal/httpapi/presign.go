@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // presign is POST /workspaces/{workspaceId}/chat/uploads/presign: it lets

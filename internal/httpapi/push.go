@@ -3,9 +3,9 @@ package httpapi
 import (
 	"net/url"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/push"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // Push is GET /uploads/limits' push (wire.Push). Nil (null): the

@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // upload is POST /workspaces/{workspaceId}/chat/uploads: the files in a
@@ -50,7 +50,9 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 
 // commit is the JSON form of upload: it stages the files that clients
 // put into the bucket after presign (pendinguploads.Store.Commit). A
-// retried commit answers what the first stored.
+// retried commit answers what the first stored. The store sets the
+// commit's deadline, sized to the bytes it copies: only the outer bound
+// (on Lambda, the invocation's) is passed down, not RequestTimeout.
 func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, ws uuid.UUID) error {
 	if !a.store.HasBucket() {
 		return errCommitPresignOff
@@ -75,7 +77,7 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, 
 		seen[u] = true
 		ids[i] = u
 	}
-	recs, replayed, err := a.store.Commit(r.Context(), id, ws, ids)
+	recs, replayed, err := a.store.Commit(withoutRequestDeadline(r.Context()), id, ws, ids)
 	if err != nil {
 		return err
 	}

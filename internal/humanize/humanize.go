@@ -1,5 +1,9 @@
-// Package humanize writes quantities for people: the Go client's errors
-// and pendingctl's lines and progress bars say sizes the same way.
+// Package humanize writes quantities for people: pendingctl's lines and
+// progress bars. The Go client says sizes the same way in its errors with
+// its own copy, client/internal/humanize, in the client module (which
+// cannot import the server's packages, as the server cannot import the
+// client's internal ones); TestSameAsClient holds the two to one source,
+// and the client module's test checks the values.
 package humanize
 
 import "fmt"

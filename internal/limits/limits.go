@@ -1,7 +1,9 @@
 // Package limits is the one home of the service's caps: the per-file cap
 // (MAX_FILE_BYTES: its default and its ceiling), the files of one request
-// and the default request cap. The configuration, the store, the handlers,
-// GET /uploads/limits and the Go client all read them from here.
+// and the default request cap. The configuration, the store, the handlers
+// and GET /uploads/limits read them from here; the Go client, a module of
+// its own, restates the three it needs, and this package's test holds
+// them equal.
 package limits
 
 const (

@@ -61,8 +61,21 @@ func Lifecycle() *types.BucketLifecycleConfiguration {
 	}}
 }
 
-// CORS is the ContentBucket's CORS rule in template.yaml for origins (the
-// API's CORS_ALLOWED_ORIGINS): browsers there may PUT presigned uploads
+// BucketOrigins are the origins of the ContentBucket's CORS rule in
+// template.yaml: the API's browser origins (CORS_ALLOWED_ORIGINS) and its
+// public origin (PUBLIC_ORIGIN, the canvas's own when the platform's edge
+// routes the API there), which is cross-origin to the bucket's host all
+// the same. internal/deploytest holds it to the template.
+func BucketOrigins(corsAllowed []string, publicOrigin string) []string {
+	out := append([]string(nil), corsAllowed...)
+	if publicOrigin != "" {
+		out = append(out, publicOrigin)
+	}
+	return out
+}
+
+// CORS is the ContentBucket's CORS rule in template.yaml for origins
+// (BucketOrigins): browsers there may PUT presigned uploads
 // and GET redirected downloads, sending only the headers a presigned PUT
 // carries, and read ETag. internal/deploytest holds it to the template.
 func CORS(origins []string) *types.CORSConfiguration {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,14 @@ func (e *NotReceivedError) Error() string {
 // stores nothing. A mix of new and committed uploads is refused as a
 // whole, naming the first committed one. Refusals are *NotReceivedError;
 // ErrNoBucket without a bucket.
+//
+// Commit sets its own deadline, as only it learns how many bytes it
+// copies: ctx carries the caller's outer bound alone (on Lambda, the
+// invocation's). From the call's start, the look-up gets RequestTimeout,
+// the rest CommitTimeout of the uploads' bytes. A commit cut short (its
+// deadline, the bucket failing) stores nothing and leaves its uploads
+// committable: a multipart upload it completed stays completed, its
+// object in place, and Resume plans no part to send.
 func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, uploadIDs []uuid.UUID) (recs []Record, replayed bool, err error) {
 	if s.bucket == nil {
 		return nil, false, ErrNoBucket
@@ -53,13 +62,17 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	if len(uploadIDs) > limits.MaxFiles {
 		return nil, false, ErrTooManyItems
 	}
-	caller, uploads, err := s.lookupPresigned(ctx, id, workspaceID, uploadIDs)
+	start := time.Now()
+	lctx, cancel := s.commitContext(ctx, start, 0)
+	defer cancel()
+	caller, uploads, err := s.lookupPresigned(lctx, id, workspaceID, uploadIDs)
 	if err != nil {
 		return nil, false, err
 	}
-	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, uploads); ok || err != nil {
+	if recs, ok, err := s.committedBefore(lctx, caller, workspaceID, uploadIDs, uploads); ok || err != nil {
 		return recs, ok, err
 	}
+	var size int64
 	for _, id := range uploadIDs {
 		u, ok := uploads[id]
 		if !ok {
@@ -68,7 +81,10 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 		if u.committed() {
 			return nil, false, &NotReceivedError{id, "already committed, beside new uploads"}
 		}
+		size += u.SizeBytes
 	}
+	ctx, cancelCopy := s.commitContext(ctx, start, size)
+	defer cancelCopy()
 	recs, err = s.copyAndMeasure(ctx, workspaceID, uploadIDs, uploads)
 	if err == nil {
 		err = s.claimAndInsert(ctx, caller, workspaceID, uploadIDs, recs)
@@ -85,6 +101,35 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	s.notify(ctx, workspaceID, recs)
 	s.deleteStaging(ctx, workspaceID, uploadIDs, uploads)
 	return recs, false, nil
+}
+
+// CopyRate is the slowest pace, in bytes a second, at which a commit
+// counts on the bucket to assemble a multipart upload and copy the
+// object. S3 copies inside a region far faster, but it says that a
+// CompleteMultipartUpload "could take several minutes to finalize"
+// (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CompleteMultipartUpload.html),
+// and a loaded S3-compatible store is slower still (moto on a busy
+// machine took over 10 s for 100 MiB). At 8 MiB/s the largest file
+// (100 MiB) adds 12.5 s to the default 10 s: on Lambda the invocation's
+// own deadline caps it first (the upload function's 25 s, less
+// lambdafn.Margin).
+const CopyRate = 8 << 20
+
+// CommitTimeout is the deadline of a commit of n bytes, from its start:
+// base (REQUEST_TIMEOUT: its round trips to Postgres, S3's fixed costs)
+// and n bytes at CopyRate.
+func CommitTimeout(base time.Duration, n int64) time.Duration {
+	return base + time.Duration(float64(n)/CopyRate*float64(time.Second))
+}
+
+// commitContext is ctx bounded by the deadline of a commit of n bytes
+// started at start (CommitTimeout); without RequestTimeout, by ctx's
+// alone.
+func (s *Store) commitContext(ctx context.Context, start time.Time, n int64) (context.Context, context.CancelFunc) {
+	if s.RequestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, start.Add(CommitTimeout(s.RequestTimeout, n)))
 }
 
 // lookupPresigned returns the unexpired presigned uploads of workspaceID

@@ -38,9 +38,12 @@ var (
 
 // Resume tells, for the multipart upload uploadID of workspaceID (acting
 // for id), which parts the bucket holds, and signs fresh PUTs of the
-// others: one round trip with id's check, one listing. ErrUploadNotFound
-// for an upload that is not this workspace's, or expired;
-// ErrUploadCommitted once committed; ErrNotMultipart for one PUT.
+// others: one round trip with id's check, one listing. An upload a
+// commit completed but did not commit (it failed after
+// CompleteMultipartUpload) has every part received and none to send.
+// ErrUploadNotFound for an upload that is not this workspace's, or
+// expired; ErrUploadCommitted once committed; ErrNotMultipart for one
+// PUT.
 func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (PresignedPut, error) {
 	_, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
@@ -49,11 +52,16 @@ func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uplo
 	if !p.multipart() {
 		return PresignedPut{}, ErrNotMultipart
 	}
+	expires := time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)
 	received, err := s.bucket.ListParts(ctx, p.stagingKey(), p.S3UploadID)
 	if errors.Is(err, ErrBlobNotFound) {
-		// Completed (a commit whose answer was lost) or aborted: nothing
-		// to send any more either way.
-		return PresignedPut{}, ErrUploadNotFound
+		// The bucket has no such multipart upload any more ("aborted or
+		// completed", S3 says), yet its row is live and uncommitted. Abort
+		// deletes the row, and the bucket's lifecycle rule aborts only a
+		// day later, long after the row expired: so a commit completed it
+		// (its parts are one object now), then failed (its deadline, S3)
+		// or is still running. Nothing is left to send; a commit takes it.
+		return PresignedPut{UploadID: uploadID, Multipart: assembled(p), ExpiresAt: expires}, nil
 	}
 	if err != nil {
 		return PresignedPut{}, wrap("resume: list parts", err)
@@ -62,12 +70,21 @@ func (s *Store) Resume(ctx context.Context, id *auth.Identity, workspaceID, uplo
 	if err != nil {
 		return PresignedPut{}, err
 	}
-	return PresignedPut{UploadID: uploadID, Multipart: plan,
-		ExpiresAt: time.Now().Add(presignPutTTL).UTC().Truncate(time.Second)}, nil
+	return PresignedPut{UploadID: uploadID, Multipart: plan, ExpiresAt: expires}, nil
+}
+
+// assembled is the plan of p once a commit completed its multipart
+// upload: every part received, none to send.
+func assembled(p presignedUpload) *Multipart {
+	m := &Multipart{PartBytes: p.PartBytes, PartCount: p.partCount()}
+	for n := 1; n <= m.PartCount; n++ {
+		m.Received = append(m.Received, Part{Number: int32(n), Size: p.partSize(n)})
+	}
+	return m
 }
 
 // Abort drops the presigned upload uploadID of workspaceID (acting for
-// id): its parts (or its object) in the bucket, then its presigned_uploads row, so
+// id): its parts and its object in the bucket, then its presigned_uploads row, so
 // that no commit can take it. The same errors as Resume, but for
 // ErrNotMultipart: an upload of one PUT is aborted too.
 func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) error {
@@ -77,7 +94,10 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 	}
 	if p.multipart() {
 		err = s.bucket.AbortMultipart(ctx, p.stagingKey(), p.S3UploadID)
-	} else {
+	}
+	if err == nil {
+		// The object of one PUT, or the one a failed commit assembled
+		// from the parts.
 		err = s.bucket.Delete(ctx, []string{p.stagingKey()})
 	}
 	if err != nil {

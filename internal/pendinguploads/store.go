@@ -46,6 +46,10 @@ type Settings struct {
 	// off.
 	MaxPendingBytes int64
 	MaxPendingFiles int64
+	// RequestTimeout bounds a request's calls to Postgres and S3
+	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
+	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
+	RequestTimeout time.Duration
 }
 
 // Store is the pending_uploads table, and the bucket of large files when

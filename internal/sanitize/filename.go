@@ -1,72 +1,14 @@
 package sanitize
 
-import "strings"
+import "github.com/pendinguploads/pendinguploads/client/wire"
 
 // MaxFilenameBytes is the longest name Filename returns, in bytes.
-const MaxFilenameBytes = 100
+const MaxFilenameBytes = wire.MaxFilenameBytes
 
-// maxExtBytes is the longest extension, dot included, that Filename keeps
-// when it shortens a name.
-const maxExtBytes = 16
-
-// fallbackFilename replaces a name that would otherwise be empty, "." or "..".
-const fallbackFilename = "file"
-
-// Filename returns a safe file name for name, with the same result as the
-// seed platform's Python sanitize_filename:
-//
-//  1. it keeps only the base name, the part after the last '/';
-//  2. it replaces every rune outside [A-Za-z0-9._-] with one '_' (a space
-//     too; each byte of invalid UTF-8 counts as one rune, U+FFFD);
-//  3. if the result is longer than MaxFilenameBytes, it keeps the extension
-//     (from the last '.') when that is at most 16 bytes with the dot, and
-//     cuts the stem so that the whole is exactly MaxFilenameBytes; otherwise
-//     it keeps the first MaxFilenameBytes bytes;
-//  4. "", "." and ".." become "file".
-//
-// The result is therefore 1 to MaxFilenameBytes bytes of [A-Za-z0-9._-],
-// never "." or "..", and Filename(Filename(x)) == Filename(x). Step 3 always
-// leaves exactly MaxFilenameBytes bytes, so a shortened name can never
-// become "", "." or ".."; step 4 is applied last all the same.
-func Filename(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-
-	var b strings.Builder
-	b.Grow(len(name))
-	for _, r := range name {
-		if isFilenameRune(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	s := b.String() // ASCII only from here on: bytes == characters
-
-	if len(s) > MaxFilenameBytes {
-		if dot := strings.LastIndexByte(s, '.'); dot >= 0 && len(s)-dot <= maxExtBytes {
-			ext := s[dot:]
-			s = s[:MaxFilenameBytes-len(ext)] + ext
-		} else {
-			s = s[:MaxFilenameBytes]
-		}
-	}
-
-	switch s {
-	case "", ".", "..":
-		return fallbackFilename
-	}
-	return s
-}
-
-// isFilenameRune reports whether r may appear in a sanitized file name.
-func isFilenameRune(r rune) bool {
-	switch {
-	case 'A' <= r && r <= 'Z', 'a' <= r && r <= 'z', '0' <= r && r <= '9':
-		return true
-	case r == '.', r == '_', r == '-':
-		return true
-	}
-	return false
-}
+// Filename returns a safe file name for name: wire.SanitizeFilename, the
+// rule of API.md's SanitizeFilename, declared once in the client module
+// (client/wire) because the Go client's inbox applies it again before it
+// writes to disk. Its tests and fuzz target are this package's
+// (filename_test.go): 1 to MaxFilenameBytes bytes of [A-Za-z0-9._-],
+// never "." or "..", idempotent.
+func Filename(name string) string { return wire.SanitizeFilename(name) }

@@ -78,7 +78,7 @@ func checkFilename(in, out string) string {
 		return "dot name"
 	}
 	for _, c := range []byte(out) {
-		if !isFilenameRune(rune(c)) {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return "byte outside [A-Za-z0-9._-]"
 		}
 	}

@@ -9,13 +9,12 @@ package schemaresource
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
+	"github.com/pendinguploads/pendinguploads/internal/cfnresource"
 	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 	"github.com/pendinguploads/pendinguploads/internal/reqlog"
 	"github.com/pendinguploads/pendinguploads/migrations"
@@ -24,10 +23,6 @@ import (
 // PhysicalID stays the same across updates: CloudFormation would read a
 // new one as a replacement and delete the old.
 const PhysicalID = "pendinguploads-schema"
-
-// MaxReason bounds the Reason sent to CloudFormation, whose whole answer
-// must stay under 4 KiB; a longer one is cut, the log keeps it whole.
-const MaxReason = 1024
 
 // Resource handles the custom resource's requests. Build it with New.
 type Resource struct {
@@ -64,28 +59,18 @@ func (r *Resource) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	}
 	if r.initErr != nil {
 		r.log.ErrorContext(ctx, "migrate cannot start", "err", r.initErr.Error(), "request_type", ev.RequestType)
-		return PhysicalID, nil, reason("migrate cannot start: %v", r.initErr)
+		return PhysicalID, nil, cfnresource.Reason("migrate cannot start: %v", r.initErr)
 	}
 	ctx, cancel := lambdafn.WithMargin(ctx)
 	defer cancel()
 	if err := migrations.Up(ctx, r.databaseURL); err != nil {
 		r.log.ErrorContext(ctx, "migrate failed", "err", err.Error(), "request_type", ev.RequestType)
-		return PhysicalID, nil, reason("%v", err)
+		return PhysicalID, nil, cfnresource.Reason("%v", err)
 	}
 	v, _, err := migrations.Version(ctx, r.databaseURL)
 	if err != nil {
-		return PhysicalID, nil, reason("%v", err)
+		return PhysicalID, nil, cfnresource.Reason("%v", err)
 	}
 	r.log.InfoContext(ctx, "migrated", "version", v, "request_type", ev.RequestType)
 	return PhysicalID, map[string]any{"Version": v}, nil
-}
-
-// reason formats a failure's reason for CloudFormation, at most MaxReason
-// bytes.
-func reason(format string, args ...any) error {
-	s := fmt.Sprintf(format, args...)
-	if len(s) > MaxReason {
-		s = strings.ToValidUTF8(s[:MaxReason-len("…")], "") + "…"
-	}
-	return errors.New(s)
 }

@@ -316,8 +316,9 @@ type uploadResult struct {
 		Last       *struct{ Loaded, Total int64 } `json:"last"`
 		FileLoaded map[string]int64               `json:"fileLoaded"`
 	} `json:"progress"`
-	// ResumeEntries is how many uploads the page's localStorage remembers
-	// for a resume, after the call.
+	// ResumeEntries is how many uploads of the call's workspace the
+	// page's localStorage remembers for a resume, after the call (the
+	// steps of a test share the browser's profile).
 	ResumeEntries int `json:"resumeEntries"`
 	Downloads     []struct {
 		Index    int      `json:"index"`

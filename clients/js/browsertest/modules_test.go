@@ -13,7 +13,8 @@ import (
 // (testdata/modules.test.mjs, node's own test runner): each error answer
 // of the service read by its code whatever its message says, and by
 // status and fields from a server older than codes; the incremental
-// SHA-256 against node's at every length around a block.
+// SHA-256 against node's at every length around a block; the resume of
+// an upload a cut commit assembled, which sends nothing.
 func TestModules(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -23,6 +24,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 
 	"github.com/pendinguploads/pendinguploads/internal/push"
 )
@@ -185,6 +187,11 @@ type wsListener struct {
 	slots     chan struct{} // one per connection held: MaxConnections
 	srv       *http.Server
 	establish listeners.EstablishFn // set by Serve, before the first accept
+
+	mu       sync.Mutex
+	closing  bool
+	conns    map[*websocket.Conn]struct{} // upgraded, until their handler returns
+	handlers sync.WaitGroup               // the handlers of conns
 }
 
 func (l *wsListener) ID() string       { return "ws" }
@@ -206,6 +213,10 @@ func (l *wsListener) Init(*slog.Logger) error {
 			return
 		}
 		defer c.Close()
+		if !l.hold(c) {
+			return
+		}
+		defer l.release(c)
 		// The CONNECT must arrive by then; mochi sets the connection's
 		// deadline from its keep-alive once it has read it.
 		if err := c.UnderlyingConn().SetReadDeadline(time.Now().Add(l.limits.ConnectWithin)); err != nil {
@@ -222,8 +233,41 @@ func (l *wsListener) Serve(establish listeners.EstablishFn) {
 	_ = l.srv.Serve(l.ln) // http.ErrServerClosed once Close ran
 }
 
+// hold registers c's handler, or reports false once Close began.
+func (l *wsListener) hold(c *websocket.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return false
+	}
+	if l.conns == nil {
+		l.conns = map[*websocket.Conn]struct{}{}
+	}
+	l.conns[c] = struct{}{}
+	l.handlers.Add(1)
+	return true
+}
+
+func (l *wsListener) release(c *websocket.Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+	l.handlers.Done()
+}
+
+// Close stops taking connections, disconnects the clients, closes the
+// connections not yet admitted and waits for every handler: mochi waits
+// for its clients right after, which must not race with a handler that
+// is only now handing it a connection.
 func (l *wsListener) Close(closeClients listeners.CloseFn) {
 	_ = l.srv.Close() // closes l.ln too
 	_ = l.ln.Close()  // in case Serve never ran
 	closeClients(l.ID())
+	l.mu.Lock()
+	l.closing = true
+	for c := range l.conns {
+		_ = c.Close()
+	}
+	l.mu.Unlock()
+	l.handlers.Wait()
 }

@@ -12,12 +12,14 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // PartProxy is a loopback HTTP proxy in front of an S3 endpoint that
 // counts the PUTs of multipart parts (by part number, those the bucket
 // answered 2xx) and can hold them: the bucket's side of a link that
-// stalls mid-upload (a held part never reaches the bucket). Give the
+// stalls mid-upload (a held part never reaches the bucket). It can also
+// make the bucket slow to copy and to assemble (SlowCopies). Give the
 // service S3_ENDPOINT=URL: its presigned URLs then name the proxy (the
 // signature covers the proxy's host, which the proxy passes on), and its
 // own calls go through unchanged. Safe for concurrent use.
@@ -37,6 +39,9 @@ type PartProxy struct {
 	inFlight         int
 	maxInFlight      int
 	stop             chan struct{}
+	// copyDelay and completeDelay hold the answers of CopyObject and
+	// CompleteMultipartUpload (SlowCopies).
+	copyDelay, completeDelay time.Duration
 }
 
 // maxHeldBody bounds the body of one held part (S3's largest part is
@@ -59,6 +64,10 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		part, isPart := partNumber(r)
 		if !isPart {
+			if d := p.slowFor(r); d > 0 {
+				p.late(w, r, rp, d)
+				return
+			}
 			rp.ServeHTTP(w, r)
 			return
 		}
@@ -84,6 +93,50 @@ func StartPartProxy(tb testing.TB, target string) *PartProxy {
 	tb.Cleanup(func() { close(p.stop) }) // runs first: held handlers end
 	p.URL = hs.URL
 	return p
+}
+
+// SlowCopies makes the bucket slow to copy and to assemble: each
+// CopyObject's answer is held copying, each CompleteMultipartUpload's
+// completing, once the bucket gave it (the work is done, its answer late,
+// as from a store that takes that long over the bytes). A client that
+// gives up meanwhile (its deadline) gets no answer. 0 holds none.
+func (p *PartProxy) SlowCopies(copying, completing time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.copyDelay, p.completeDelay = copying, completing
+}
+
+// slowFor is how long r's answer is held: a CopyObject (a PUT naming
+// its source) or a CompleteMultipartUpload (a POST with an uploadId).
+func (p *PartProxy) slowFor(r *http.Request) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case r.Method == http.MethodPut && r.Header.Get("X-Amz-Copy-Source") != "":
+		return p.copyDelay
+	case r.Method == http.MethodPost && r.URL.Query().Has("uploadId"):
+		return p.completeDelay
+	}
+	return 0
+}
+
+// late forwards r and holds the bucket's answer d, or until the client
+// or the proxy ends.
+func (p *PartProxy) late(w http.ResponseWriter, r *http.Request, rp http.Handler, d time.Duration) {
+	rec := httptest.NewRecorder()
+	rp.ServeHTTP(rec, r)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+		return
+	case <-p.stop:
+		return
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // partNumber is the part number of a part's PUT.

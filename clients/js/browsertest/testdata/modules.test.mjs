@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 
 import { PendingUploadsError, httpError, serviceCode } from "../../errors.js";
+import { checkPlan, putParts } from "../../parts.js";
 import { notReceived } from "../../presign.js";
 import { Sha256 } from "../../sha256.js";
 
@@ -122,4 +123,28 @@ test("Sha256", () => {
   const h = new Sha256();
   for (let o = 0, step = 1; o < big.length; o += step, step = 1 + ((step * 7 + 13) % 150_000)) h.update(big.subarray(o, o + step));
   assert.equal(h.hex(), createHash("sha256").update(big).digest("hex"));
+});
+
+// The resume of an upload whose parts a commit assembled, then was cut
+// short (503): every part received, none to send. The plan fits the
+// file, nothing is sent (no request at all: there is no service here),
+// and the progress reports the whole file, held.
+test("ResumeOfAnAssembledUploadSendsNothing", async () => {
+  const size = 11 * (1 << 20) + 123;
+  const partBytes = 5 << 20;
+  const f = new File([new Uint8Array(size)], "big.bin");
+  const up = {
+    upload_id: id,
+    expires_at: new Date(Date.now() + 15 * 60_000).toISOString(),
+    multipart: {
+      part_bytes: partBytes,
+      part_count: 3,
+      received: [1, 2, 3].map((n) => ({ part_number: n, size: Math.min(partBytes, size - (n - 1) * partBytes) })),
+      parts: [],
+    },
+  };
+  assert.equal(checkPlan("resume", up, f).parts.length, 0);
+  const seen = [];
+  await putParts({ attempts: 1 }, up, f, { inFlight: 4, onFileProgress: (n) => seen.push(n) });
+  assert.deepEqual(seen, [size]);
 });

@@ -30,10 +30,21 @@ function makeFile(f) {
   return new File([pattern(f.size, f.seed)], f.name, opts);
 }
 
-// resumeEntries counts the client's default resume store's entries.
-function resumeEntries() {
+// resumeEntries counts the client's default resume store's entries of
+// workspace ws. The steps of one test share the browser's profile, so
+// another step's upload (another workspace) is not this step's to count.
+function resumeEntries(ws) {
+  const prefix = "pendinguploads.resume:";
   let n = 0;
-  for (let i = 0; i < localStorage.length; i++) if (localStorage.key(i).startsWith("pendinguploads.resume:")) n++;
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i);
+    if (!k.startsWith(prefix)) continue;
+    try {
+      if (JSON.parse(k.slice(prefix.length))[0] === String(ws)) n++;
+    } catch {
+      n++; // not a key this client writes: counted, so that it shows
+    }
+  }
   return n;
 }
 
@@ -73,7 +84,7 @@ export async function upload({ api, token, ws, files, downloadMax, attempts, par
       },
     });
   } catch (e) {
-    return { ok: false, error: errorJSON(e), progress, resumeEntries: resumeEntries(), ...secure() };
+    return { ok: false, error: errorJSON(e), progress, resumeEntries: resumeEntries(ws), ...secure() };
   }
   const downloads = [];
   for (let i = 0; i < files.length; i++) {
@@ -88,7 +99,7 @@ export async function upload({ api, token, ws, files, downloadMax, attempts, par
       downloads.push({ index: i, error: errorJSON(e) });
     }
   }
-  return { ok: true, result: res, progress, downloads, resumeEntries: resumeEntries(), ...secure() };
+  return { ok: true, result: res, progress, downloads, resumeEntries: resumeEntries(ws), ...secure() };
 }
 
 // abortMidPut aborts the upload of one large file once its PUT (or its
@@ -112,9 +123,9 @@ export async function abortMidPut({ api, token, ws, file, abortAt, onePut }) {
         }
       },
     });
-    return { ok: true, result: res, abortedAt, total, resumeEntries: resumeEntries() };
+    return { ok: true, result: res, abortedAt, total, resumeEntries: resumeEntries(ws) };
   } catch (e) {
-    return { ok: false, error: errorJSON(e), abortedAt, total, resumeEntries: resumeEntries() };
+    return { ok: false, error: errorJSON(e), abortedAt, total, resumeEntries: resumeEntries(ws) };
   }
 }
 

@@ -269,3 +269,58 @@ func TestPartURLsRenewed(t *testing.T) {
 	}
 	download(t, srv, ws, staged[0], data)
 }
+
+// TestResumeAfterACutCommitOnAnOlderServer: a server older than resumes
+// of assembled uploads answers 404 to the resume of an upload whose parts
+// a cut commit assembled; ResumeUpload then commits it. A commit cut
+// again (503) is that 503, never ErrUploadGone: the upload is still
+// there, and the next ResumeUpload commits it without sending a part.
+func TestResumeAfterACutCommitOnAnOlderServer(t *testing.T) {
+	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"REQUEST_TIMEOUT": "1s",
+		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 * mib), "MULTIPART_PART_BYTES": fmt.Sprint(5 * mib), "S3_ENDPOINT": proxy.URL}})
+	target, _ := url.Parse(srv.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/presign/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":"upload not found","code":"upload_not_found"}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer older.Close()
+	ws := uuid.New()
+	c := mustClient(t, older.URL, srv.AdminToken)
+	c.Retry = client.RetryPolicy{MaxAttempts: 1}
+	data := randomBytes(11*mib+123, 24)
+	f := client.BytesFile("big.bin", "", data)
+	var id uuid.UUID
+	f.OnPresigned = func(p client.PresignedUpload) error { id = p.UploadID; return nil }
+	proxy.SlowCopies(time.Minute, 0)
+	if _, err := c.Upload(ctxT(t), ws, []client.UploadFile{f}); !hasStatus(err, http.StatusServiceUnavailable) {
+		t.Fatalf("upload whose commit is cut: got %v, want a 503", err)
+	}
+	f.OnPresigned = nil
+	proxy.Reset()
+	_, err := c.ResumeUpload(ctxT(t), ws, id, f)
+	if errors.Is(err, client.ErrUploadGone) || !hasStatus(err, http.StatusServiceUnavailable) {
+		t.Fatalf("resume whose commit is cut again: got %v, want the 503, not ErrUploadGone", err)
+	}
+	proxy.SlowCopies(0, 0)
+	staged, err := c.ResumeUpload(ctxT(t), ws, id, f)
+	if err != nil {
+		t.Fatalf("resume with the bucket quick again: %v", err)
+	}
+	if got := proxy.Parts(); len(got) != 0 {
+		t.Errorf("parts sent after the cut commit: %v, want none", got)
+	}
+	download(t, srv, ws, staged, data)
+}
+
+// hasStatus reports whether err is an *client.APIError of status.
+func hasStatus(err error, status int) bool {
+	var e *client.APIError
+	return errors.As(err, &e) && e.Status == status
+}

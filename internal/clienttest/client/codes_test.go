@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
-	"github.com/pendinguploads/pendinguploads/wire"
 )
 
 // Edits of an error body: another message (what a reworded server

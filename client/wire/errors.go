@@ -45,7 +45,7 @@ const (
 	// What the request names (404, 409, 416).
 	CodeWorkspaceNotFound   Code = "workspace_not_found"   // 404: the workspace does not exist
 	CodeFileNotFound        Code = "file_not_found"        // 404: absent, expired, acked (ack), or another workspace's
-	CodeUploadNotFound      Code = "upload_not_found"      // 404: a presigned upload unknown, expired or completed
+	CodeUploadNotFound      Code = "upload_not_found"      // 404: a presigned upload unknown, aborted or expired
 	CodeUploadNotReceived   Code = "upload_not_received"   // 409: the bucket does not hold the upload's bytes as declared ("upload_id")
 	CodeUploadCommitted     Code = "upload_committed"      // 409: a commit took the upload already ("upload_id")
 	CodeQuotaExceeded       Code = "quota_exceeded"        // 409: the workspace's quota ("quota", "limit", "pending", "adding")

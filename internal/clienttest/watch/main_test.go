@@ -2,10 +2,12 @@ package watch_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +26,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/iotcoretest"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -45,6 +48,9 @@ type rig struct {
 	ws        uuid.UUID
 	token     string
 	admin     *client.Client
+	// iot, when set, is the broker instead: IoT Core's stand-in, which
+	// the store publishes to and the watcher reaches through its proxy.
+	iot *iotcoretest.Server
 }
 
 func newRig(t *testing.T) *rig {
@@ -93,6 +99,9 @@ func (r *rig) stopBroker() {
 
 // Publish is the store's publisher: the broker running now, if any.
 func (r *rig) Publish(ctx context.Context, topic string, payload []byte) error {
+	if r.iot != nil {
+		return r.iot.Publish(ctx, topic, payload)
+	}
 	b := r.broker.Load()
 	if b == nil {
 		return errors.New("broker down")
@@ -144,6 +153,24 @@ func (r *rig) watch(t *testing.T, dir string, fallback time.Duration) *statusLog
 // poll's own door), when set.
 func (r *rig) watchListingAt(t *testing.T, dir string, fallback time.Duration, listURL string) *statusLog {
 	t.Helper()
+	st, pulls := r.startWatch(t, dir, fallback, listURL)
+	deadline := time.Now().Add(10 * time.Second)
+	for st.count("connected") == 0 || pulls.Load() == 0 {
+		if time.Now().After(deadline) {
+			if r.iot != nil {
+				t.Fatalf("watcher not connected, or its first pull not done, within 10s; IoT Core's stand-in refused: %q", r.iot.Refusals())
+			}
+			t.Fatal("watcher not connected, or its first pull not done, within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return st
+}
+
+// startWatch starts the watcher of watchListingAt, and returns its
+// status lines and its count of pulls at once.
+func (r *rig) startWatch(t *testing.T, dir string, fallback time.Duration, listURL string) (*statusLog, *atomic.Int64) {
+	t.Helper()
 	c := mustClient(t, r.url, r.token)
 	ctx, cancel := context.WithCancel(context.Background())
 	sub, err := c.PushSubscription(ctx, r.ws)
@@ -155,8 +182,15 @@ func (r *rig) watchListingAt(t *testing.T, dir string, fallback time.Duration, l
 		p.Lister = mustClient(t, listURL, r.token)
 	}
 	st := &statusLog{}
-	var pulls atomic.Int64
+	pulls := new(atomic.Int64)
+	var roots *x509.CertPool
+	var proxy func(*http.Request) (*url.URL, error)
+	if r.iot != nil {
+		roots, proxy = r.iot.RootCAs, r.iot.Proxy
+	}
 	w := &watch.Watcher{
+		RootCAs:    roots,
+		Proxy:      proxy,
 		Sub:        sub,
 		Fallback:   fallback,
 		MinBackoff: 100 * time.Millisecond,
@@ -186,14 +220,7 @@ func (r *rig) watchListingAt(t *testing.T, dir string, fallback time.Duration, l
 			t.Error("watcher did not stop within 5s of its context")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for st.count("connected") == 0 || pulls.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("watcher not connected, or its first pull not done, within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return st
+	return st, pulls
 }
 
 // upload stages one file named name through the API and returns when its

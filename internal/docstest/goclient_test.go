@@ -1,0 +1,93 @@
+package docstest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// goLine is a go.mod's go directive.
+var goLine = regexp.MustCompile(`(?m)^go (\d+\.\d+)(\.\d+)?$`)
+
+// TestGoClientProgram: the workspace program docs/clients.md shows builds
+// as a workspace's own module would, one that requires the client module
+// alone (by a replace to this tree, since no tag is needed for the test):
+// at the Go version the client's go.mod declares (go mod tidy would raise
+// it if a requirement needed a newer Go), linking nothing of the server's
+// module, no pgx and no AWS SDK, with none of them in its module graph.
+// The page states that Go version.
+func TestGoClientProgram(t *testing.T) {
+	root := root(t)
+	page, err := os.ReadFile(filepath.Join(root, "docs", "clients.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(page), "\n## Go client\n")
+	if !ok {
+		t.Fatal("docs/clients.md has no section Go client")
+	}
+	_, program, ok := strings.Cut(section, "\n```go\n")
+	program, _, closed := strings.Cut(program, "\n```\n")
+	if !ok || !closed {
+		t.Fatal("docs/clients.md's Go client section shows no Go program")
+	}
+	clientMod, err := os.ReadFile(filepath.Join(root, "client", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := goLine.FindStringSubmatch(string(clientMod))
+	if m == nil {
+		t.Fatal("client/go.mod has no go line")
+	}
+	if !strings.Contains(section, "Go "+m[1]+" or later") {
+		t.Errorf("docs/clients.md does not say the client needs Go %s or later, as client/go.mod does", m[1])
+	}
+
+	dir := t.TempDir()
+	const clientPath = "github.com/pendinguploads/pendinguploads/client"
+	goMod := "module example.com/agent\n\ngo " + m[1] + m[2] + "\n\nrequire " + clientPath + " v0.0.0\n\nreplace " +
+		clientPath + " => " + filepath.Join(root, "client") + "\n"
+	writeFile(t, filepath.Join(dir, "go.mod"), goMod)
+	writeFile(t, filepath.Join(dir, "main.go"), program+"\n")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("mod", "tidy")
+	run("vet", ".")
+	tidied, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := goLine.FindString(string(tidied)); got != "go "+m[1]+m[2] {
+		t.Errorf("a program requiring the client needs %q, not the client's go %s%s:\n%s", got, m[1], m[2], tidied)
+	}
+	deps := strings.Fields(run("list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "."))
+	modules := strings.Fields(run("list", "-m", "-f", "{{.Path}}", "all"))
+	for _, p := range append(deps, modules...) {
+		server := strings.HasPrefix(p, "github.com/pendinguploads/pendinguploads") && !strings.HasPrefix(p, clientPath)
+		if server || strings.Contains(p, "jackc/") || strings.Contains(p, "aws/") || strings.Contains(p, "golang-migrate") {
+			t.Errorf("a program requiring the client takes %s", p)
+		}
+	}
+	if len(deps) < 5 {
+		t.Errorf("go list -deps: %q; did the program import the client?", deps)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
