@@ -130,6 +130,23 @@ func TestLink(t *testing.T) {
 		}
 	})
 
+	t.Run("ResumableWithIfRange", func(t *testing.T) {
+		// A browser's download manager resumes only an answer with a
+		// strong validator, and sends it back in If-Range.
+		tag := bare(t, link.String()).header.Get("ETag")
+		if want := `"` + sha256Hex([]byte(content)) + `"`; tag != want {
+			t.Fatalf("ETag: got %q, want %q", tag, want)
+		}
+		res := bare(t, link.String(), "Range", "bytes=10-", "If-Range", tag)
+		if res.status != http.StatusPartialContent || string(res.body) != content[10:] {
+			t.Errorf("Range with a matching If-Range: got %d %q, want 206 %q", res.status, res.body, content[10:])
+		}
+		res = bare(t, link.String(), "Range", "bytes=10-", "If-Range", `"another"`)
+		if res.status != http.StatusOK || string(res.body) != content {
+			t.Errorf("Range with another If-Range: got %d %q, want 200 and the whole file", res.status, res.body)
+		}
+	})
+
 	t.Run("Refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, u string
