@@ -186,7 +186,7 @@ type openResult struct {
 		OK    bool `json:"ok"`
 		Error any  `json:"error"`
 	} `json:"result"`
-	Raw json.RawMessage `json:"-"` // the page's answer as it came
+	Raw      json.RawMessage `json:"-"` // the page's answer as it came
 	Download *struct {
 		GUID     string   `json:"guid"`
 		URL      string   `json:"url"`
@@ -198,7 +198,7 @@ type openResult struct {
 	} `json:"download"`
 	Heap struct{ Before, Max, After float64 } `json:"heap"`
 	RSS  struct{ Before, Max, After float64 } `json:"rss"`
-	MS   int64                                 `json:"ms"`
+	MS   int64                                `json:"ms"`
 }
 
 // driveDownloads runs testdata/download.mjs on the rig's open.html with
