@@ -35,6 +35,9 @@ type Store interface {
 	List(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, limit int, after *pendinguploads.Cursor) (recs []pendinguploads.Record, next *pendinguploads.Cursor, err error)
 	// Fetch looks a file up for serving (GET …/content).
 	Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Record, error)
+	// FetchLinked looks a file up for the holder of a download link the
+	// route verified (GET …/download): no caller to check.
+	FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Record, error)
 	// Open reads the bytes of a file Fetch returned.
 	Open(ctx context.Context, r pendinguploads.Record, off, n int64) (pendinguploads.Body, error)
 	// SignGet signs a redirect to a bucket-held file Fetch returned.
