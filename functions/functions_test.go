@@ -54,10 +54,14 @@ func start(t testing.TB, fn string, env ...string) *lambdatest.Runtime {
 	return lambdatest.Start(t, lambdatest.Build(t, fn), env)
 }
 
+// linkKey is the download links' key of the functions these tests start.
+const linkKey = "functions-test-download-link-key-0123456789"
+
 // dbEnv is the environment of a function over databaseURL, authenticated
-// by the events' admin token.
+// by the events' admin token (and, for content, signing download links
+// with linkKey).
 func dbEnv(databaseURL string) []string {
-	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken}
+	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey}
 }
 
 // invoke hands event to rt and returns the function's answer; a failed
@@ -687,6 +691,9 @@ func TestInitFailures(t *testing.T) {
 		tc{"BadUploadTTL/upload", "upload", "UPLOAD_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "UPLOAD_TTL=abc"}},
 		tc{"BadUploadTTL/sweep", "sweep", "UPLOAD_TTL", []string{dbURL, "UPLOAD_TTL=abc"}},
 		tc{"BadAckRetention/sweep", "sweep", "ACK_RETENTION", []string{dbURL, "ACK_RETENTION=1 hour"}},
+		tc{"NoLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken}},
+		tc{"ShortLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=short"}},
+		tc{"BadLinkTTL/content", "content", "DOWNLOAD_LINK_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey, "DOWNLOAD_LINK_TTL=2h"}},
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,11 +1,14 @@
 // The workspace's side: downloadFile fetches a staged file's bytes
-// (checked against Content-Digest), ack acknowledges it.
+// (checked against Content-Digest), ack acknowledges it; openFile hands a
+// file to the browser's own download manager through a download link.
 
 import { PendingUploadsError, abortedError, seconds, timeoutError } from "./errors.js";
-import { request, service, serviceHeaders, serviceJSON, withRetries, wsURL } from "./http.js";
+import { request, service, serviceHeaders, serviceJSON, stallLimit, withRetries, wsURL } from "./http.js";
 import { hasDigest, sha256Hex } from "./sha256.js";
 
-const DOWNLOAD_TIMEOUT_MS = 15 * 60_000;
+// downloadFile's transfer is bounded by its stall limit, not by a
+// deadline: a slow link that moves is never cut.
+const NO_DEADLINE_MS = 24 * 3600_000;
 
 // dispositionName takes filename* (RFC 5987, UTF-8) over filename.
 function dispositionName(h) {
@@ -30,33 +33,72 @@ function base64ToHex(b64) {
 }
 
 /**
- * Fetches a staged file's bytes. When the answer carries Content-Digest
- * (sha-256) and the browser has SubtleCrypto, the bytes are checked
- * against it (mismatch: code "digest_mismatch"). sha256 is the hex digest
- * of the bytes received (or the header's, unchecked, without
- * SubtleCrypto; null when neither). headers and credentials as
- * uploadFiles takes them.
+ * Fetches a staged file's bytes into the page (a Blob). When the answer
+ * carries Content-Digest (sha-256) and the browser has SubtleCrypto, the
+ * bytes are checked against it (mismatch: code "digest_mismatch"). sha256
+ * is the hex digest of the bytes received (or the header's, unchecked,
+ * without SubtleCrypto; null when neither). headers and credentials as
+ * uploadFiles takes them. Like an upload, it is given up (code "timeout",
+ * name TimeoutError) when no byte moves for stallTimeoutMs (default
+ * max(60 s, the file's bytes / 100 KB/s)), never for a slow link that
+ * moves; onProgress({loaded, total}) follows the bytes. To save a large
+ * file, openFile keeps it out of the page altogether.
  */
-export async function downloadFile(api, token, workspaceId, fileId, { signal, headers, credentials } = {}) {
+export async function downloadFile(api, token, workspaceId, fileId, { signal, headers, credentials, stallTimeoutMs, onProgress } = {}) {
   const op = "download";
   const svc = service(op, api, token, workspaceId, { headers, credentials });
-  const r = await request(op, wsURL(api, workspaceId, "pending-uploads", fileId, "content"), {
-    headers: await serviceHeaders(op, svc),
-    credentials: svc.credentials,
-    signal,
-    timeoutMs: DOWNLOAD_TIMEOUT_MS,
-  });
-  let blob;
+  // stop aborts the fetch: the caller's signal, or a stall.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(signal.reason);
+  if (signal) {
+    if (signal.aborted) stop.abort(signal.reason);
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }
+  let stalled = false;
+  let timer;
+  let limit = stallLimit(stallTimeoutMs, 0);
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      stalled = true;
+      stop.abort();
+    }, limit);
+  };
+  // One timer for the whole transfer, the answer's headers included:
+  // request's own deadline is set past it.
+  let r;
+  arm();
   try {
-    blob = await r.resp.blob();
+    r = await request(op, wsURL(api, workspaceId, "pending-uploads", fileId, "content"), {
+      headers: await serviceHeaders(op, svc),
+      credentials: svc.credentials,
+      signal: stop.signal,
+      timeoutMs: NO_DEADLINE_MS,
+    });
   } catch (err) {
+    clearTimeout(timer);
+    if (signal) signal.removeEventListener("abort", onAbort);
     if (signal && signal.aborted) throw abortedError(op, signal);
-    if (r.timedOut()) throw timeoutError(op, `not received within ${seconds(DOWNLOAD_TIMEOUT_MS)}`, err);
-    throw new PendingUploadsError(`the download was cut off [${op}]`, { code: "network", cause: err });
-  } finally {
-    r.done();
+    if (stalled) throw timeoutError(op, `no answer within ${seconds(limit)}`, err);
+    throw err;
   }
   const h = r.resp.headers;
+  const ctype = (h.get("Content-Type") || "application/octet-stream").split(";")[0].trim();
+  const total = Number(h.get("Content-Length")) || 0;
+  let blob;
+  try {
+    limit = stallLimit(stallTimeoutMs, total);
+    arm();
+    blob = await readBody(r.resp, ctype, total, () => arm(), onProgress);
+  } catch (err) {
+    if (signal && signal.aborted) throw abortedError(op, signal);
+    if (stalled) throw timeoutError(op, `no byte moved for ${seconds(limit)}`, err);
+    throw new PendingUploadsError(`the download was cut off [${op}]`, { code: "network", cause: err });
+  } finally {
+    clearTimeout(timer);
+    if (signal) signal.removeEventListener("abort", onAbort);
+    r.done();
+  }
   const m = /sha-256=:([A-Za-z0-9+/=]+):/i.exec(h.get("Content-Digest") || "");
   const declared = m ? base64ToHex(m[1]) : null;
   let sha256 = declared;
@@ -66,8 +108,65 @@ export async function downloadFile(api, token, workspaceId, fileId, { signal, he
       throw new PendingUploadsError(`${op}: Content-Digest says sha256 ${declared}, the bytes have ${sha256}`, { status: r.resp.status, code: "digest_mismatch" });
     }
   }
-  const ctype = (h.get("Content-Type") || "application/octet-stream").split(";")[0].trim();
   return { blob, name: dispositionName(h.get("Content-Disposition")), mimeType: ctype, size: blob.size, sha256 };
+}
+
+// readBody reads resp's body chunk by chunk into a Blob of type,
+// calling moved after each chunk (the stall timer) and onProgress with
+// the bytes so far.
+async function readBody(resp, type, total, moved, onProgress) {
+  if (!resp.body || !resp.body.getReader) return resp.blob();
+  const reader = resp.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.length;
+    moved();
+    if (onProgress) onProgress({ loaded, total });
+  }
+  return new Blob(chunks, { type });
+}
+
+/**
+ * Opens a staged file in the browser's own download manager, never in
+ * the page's memory: asks the service for a download link to it (POST
+ * …/link, with headers and credentials as uploadFiles takes them, retried
+ * when no answer came) and navigates a hidden anchor to the link, which
+ * opens with a bare GET (no header, no cookie). The browser then streams
+ * the file to disk, shows its progress, and resumes a cut download while
+ * the link lasts. Resolves with {url, expiresAt} once the navigation is
+ * started; the download itself is the browser's. In a page without a
+ * document (a worker), call with { navigate: false } and navigate to url
+ * yourself.
+ */
+export async function openFile(api, token, workspaceId, fileId, { signal, headers, credentials, attempts, navigate = true } = {}) {
+  const op = "open";
+  const svc = service(op, api, token, workspaceId, { headers, credentials });
+  const linkURL = wsURL(api, workspaceId, "pending-uploads", fileId, "link");
+  const answer = await withRetries(op, attempts, signal, () => serviceJSON(op, svc, linkURL, { method: "POST", signal }));
+  if (!answer || typeof answer.url !== "string") {
+    throw new PendingUploadsError(`${op}: the answer has no url`, { code: "bad_response" });
+  }
+  // The link is relative to the link route's own URL (API.md), itself
+  // relative to the page when api is "" (the platform's edge).
+  const base = typeof document !== "undefined" ? document.baseURI : globalThis.location && globalThis.location.href;
+  const url = new URL(answer.url, new URL(linkURL, base)).href;
+  if (navigate) {
+    const a = document.createElement("a");
+    a.href = url;
+    a.rel = "noreferrer";
+    a.style.display = "none";
+    document.body.appendChild(a);
+    try {
+      a.click();
+    } finally {
+      a.remove();
+    }
+  }
+  return { url, expiresAt: answer.expires_at };
 }
 
 /**

@@ -210,13 +210,55 @@ export interface DownloadedFile {
   sha256: string | null;
 }
 
+export interface DownloadOptions extends Pick<RequestOptions, "signal" | "headers" | "credentials"> {
+  /**
+   * Give the download up (code "timeout", name TimeoutError) when no byte
+   * moves for this long; default max(60 s, the file's bytes / 100 KB/s),
+   * as an upload's.
+   */
+  stallTimeoutMs?: number;
+  /** The bytes received so far, and Content-Length (0 when absent). */
+  onProgress?: (p: { loaded: number; total: number }) => void;
+}
+
+/**
+ * Fetches a staged file's bytes into the page (a Blob): for a file the
+ * page itself reads. To save a file, use openFile.
+ */
 export declare function downloadFile(
   api: string,
   token: string | null,
   workspaceId: string,
   fileId: string,
-  options?: Pick<RequestOptions, "signal" | "headers" | "credentials">,
+  options?: DownloadOptions,
 ): Promise<DownloadedFile>;
+
+export interface OpenOptions extends Pick<RequestOptions, "signal" | "headers" | "credentials" | "attempts"> {
+  /** false: only return the link (a worker, or a navigation of your own). Default true. */
+  navigate?: boolean;
+}
+
+export interface OpenedFile {
+  /** The download link, absolute: it opens with a bare GET until expiresAt. */
+  url: string;
+  /** RFC 3339. */
+  expiresAt: string;
+}
+
+/**
+ * Opens a staged file in the browser's own download manager: asks the
+ * service for a download link (with headers and credentials as
+ * uploadFiles takes them) and navigates a hidden anchor to it. The file
+ * streams to disk with the browser's progress and resume, never through
+ * the page's memory. Resolves once the navigation started.
+ */
+export declare function openFile(
+  api: string,
+  token: string | null,
+  workspaceId: string,
+  fileId: string,
+  options?: OpenOptions,
+): Promise<OpenedFile>;
 
 export declare function ack(
   api: string,

@@ -16,10 +16,11 @@
 //   presign.js    presign, one PUT to the bucket, commit, abort
 //   parts.js      files in parts: the plan, parts in flight, the resume
 //   upload.js     uploadFiles: which file goes how, in which order
-//   download.js   downloadFile and ack: the workspace's side
+//   download.js   downloadFile, openFile (a download link, the browser's
+//                 download manager) and ack
 
 export { PendingUploadsError } from "./errors.js";
 export { DEFAULT_LIMITS, getLimits } from "./limits.js";
 export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
-export { downloadFile, ack } from "./download.js";
+export { downloadFile, openFile, ack } from "./download.js";

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -194,13 +196,20 @@ func (d *devRun) startDependencies(ctx context.Context) error {
 		}
 		d.env["ADMIN_TOKEN"] = d.adminTk
 	}
+	if d.lookup("DOWNLOAD_LINK_KEY") == "" && d.lookup("DOWNLOAD_LINK_KEY_SECRET_ARN") == "" {
+		// A fresh key each run, as the stack generates one: a link lasts
+		// minutes, and the last run's are void.
+		var key [32]byte
+		_, _ = rand.Read(key[:]) // crypto/rand.Read does not fail
+		d.env["DOWNLOAD_LINK_KEY"] = hex.EncodeToString(key[:])
+	}
 	return nil
 }
 
 // openService reads the configuration, opens the service over it, checks
 // the database and the bucket, and migrates the schema.
 func (d *devRun) openService(ctx context.Context) (*app.App, config.Config, error) {
-	cfg, err := config.Load(d.lookup, config.NeedDatabase|config.NeedAdminToken)
+	cfg, err := config.Load(d.lookup, config.NeedDatabase|config.NeedAdminToken|config.NeedLinkKey)
 	if err != nil {
 		return nil, cfg, err
 	}

@@ -38,6 +38,7 @@ For workspace owners and the platform (talk to the HTTP API):
   upload    stage files for a workspace
   ls        list a workspace's pending files
   pull      download pending files into a folder, verify them, ack them
+  link      print a short-lived download link to a file (no token needed to open it)
   smoke     check a running API end to end: upload, list, fetch, ack
 
 For operators (talk to the database; token also to a stack, --stack):
@@ -98,6 +99,7 @@ func commands() []command {
 		{"upload", uploadUsage, runUpload},
 		{"ls", lsUsage, runLs},
 		{"pull", pullUsage, runPull},
+		{"link", linkUsage, runLink},
 		{"smoke", smokeUsage, runSmoke},
 		{"migrate", migrateUsage, runMigrate},
 		{"token", tokenUsage, runToken},

@@ -339,7 +339,8 @@ func TestSmokeUsage(t *testing.T) {
 // own passes every step, as it must on AWS.
 func TestSmokeFunctionBinaries(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
-	env := append([]string{"DATABASE_URL=" + srv.DatabaseURL, "ADMIN_TOKEN=" + srv.AdminToken, "CONTENT_BUCKET=" + srv.Bucket}, srv.S3.Env()...)
+	env := append([]string{"DATABASE_URL=" + srv.DatabaseURL, "ADMIN_TOKEN=" + srv.AdminToken, "DOWNLOAD_LINK_KEY=" + apptest.LinkKey,
+		"CONTENT_BUCKET=" + srv.Bucket}, srv.S3.Env()...)
 	for k, v := range smokeParts() {
 		env = append(env, k+"="+v)
 	}

@@ -1,4 +1,5 @@
-// Command content is the Lambda function behind GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content.
+// Command content is the Lambda function behind GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content
+// and the download links: POST .../{fileId}/link, GET .../{fileId}/download.
 package main
 
 import (
@@ -11,6 +12,6 @@ import (
 )
 
 func main() {
-	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken, s3blobs.OpenBucket)
+	a := lambdafn.MustInit(config.NeedDatabase|config.NeedAdminToken|config.NeedLinkKey, s3blobs.OpenBucket)
 	lambda.Start(lambdafn.Stream(a.API.Handler(httpapi.RoutesOf("content")...)))
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -20,6 +21,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -98,7 +100,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 	}
 	if err == nil {
-		a.API, err = a.newAPI(cfg, sec.adminToken)
+		a.API, err = a.newAPI(cfg, sec.adminToken, sec.linkKey)
 	}
 	if err != nil {
 		a.Pool.Close()
@@ -133,12 +135,14 @@ type secrets struct {
 	dbURL      string
 	rotated    *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation; nil without
 	adminToken string      // "" for none
+	linkKey    string      // the download links' key; "" for none
 }
 
-// resolveSecrets reads the database URL and the admin token from cfg or
-// from Secrets Manager (sm, default a client from awsConfig).
+// resolveSecrets reads the database URL, the admin token and the download
+// links' key from cfg or from Secrets Manager (sm, default a client from
+// awsConfig).
 func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsConfig func() (aws.Config, error)) (secrets, error) {
-	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "") {
+	if sm == nil && (cfg.DBSecretARN != "" || cfg.AdminTokenSecretARN != "" || (cfg.DownloadLinkKey == "" && cfg.DownloadLinkKeySecretARN != "")) {
 		awsCfg, err := awsConfig()
 		if err != nil {
 			return secrets{}, fmt.Errorf("aws config (for Secrets Manager): %w", err)
@@ -149,7 +153,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 			}
 		})
 	}
-	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken}
+	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken, linkKey: cfg.DownloadLinkKey}
 	if sec.dbURL == "" && cfg.DBSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.DBSecretARN)
 		if err != nil {
@@ -172,6 +176,15 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 		if len(sec.adminToken) < config.MinTokenLength {
 			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
+		}
+	}
+	if sec.linkKey == "" && cfg.DownloadLinkKeySecretARN != "" {
+		s, err := secretString(ctx, sm, cfg.DownloadLinkKeySecretARN)
+		if err != nil {
+			return secrets{}, fmt.Errorf("DOWNLOAD_LINK_KEY_SECRET_ARN: %w", err)
+		}
+		if sec.linkKey = strings.TrimSpace(s); len(sec.linkKey) < config.MinLinkKeyLength {
+			return secrets{}, fmt.Errorf("DOWNLOAD_LINK_KEY_SECRET_ARN: key shorter than %d characters", config.MinLinkKeyLength)
 		}
 	}
 	if sec.dbURL == "" {
@@ -228,9 +241,10 @@ func openBucket(cfg config.Config, open BucketOpener, awsConfig func() (aws.Conf
 }
 
 // newAPI returns the HTTP API over a.Store, identifying callers with
-// adminToken and, with CP_UPSTREAM_URL, the control plane's sessions; nil
-// without an admin token (the sweep and migrate functions serve no API).
-func (a *App) newAPI(cfg config.Config, adminToken string) (*httpapi.API, error) {
+// adminToken and, with CP_UPSTREAM_URL, the control plane's sessions, and
+// signing download links with linkKey (none without one); nil without an
+// admin token (the sweep and migrate functions serve no API).
+func (a *App) newAPI(cfg config.Config, adminToken, linkKey string) (*httpapi.API, error) {
 	if adminToken == "" {
 		return nil, nil
 	}
@@ -251,6 +265,11 @@ func (a *App) newAPI(cfg config.Config, adminToken string) (*httpapi.API, error)
 	api.Metrics = a.Metrics
 	api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
 	api.Limits = httpapi.LimitsOf(cfg)
+	if linkKey != "" {
+		if api.Links, err = downloadlink.New(linkKey, cfg.DownloadLinkTTL); err != nil {
+			return nil, fmt.Errorf("DOWNLOAD_LINK_KEY: %w", err)
+		}
+	}
 	return api, nil
 }
 

@@ -30,6 +30,14 @@ type Config struct {
 	AdminToken          string // ADMIN_TOKEN
 	AdminTokenSecretARN string // ADMIN_TOKEN_SECRET_ARN
 
+	// DownloadLinkKey (DOWNLOAD_LINK_KEY) or DownloadLinkKeySecretARN
+	// (DOWNLOAD_LINK_KEY_SECRET_ARN) is the key download links are signed
+	// with (internal/downloadlink); DownloadLinkTTL (DOWNLOAD_LINK_TTL) how
+	// long one lasts.
+	DownloadLinkKey          string
+	DownloadLinkKeySecretARN string
+	DownloadLinkTTL          time.Duration
+
 	ContentBucket   string // CONTENT_BUCKET: unset keeps bytes in Postgres
 	InlineMaxBytes  int64  // INLINE_MAX_BYTES
 	MaxRequestBytes int64  // MAX_REQUEST_BYTES
@@ -137,6 +145,10 @@ const (
 	// DefaultRequestTimeout is REQUEST_TIMEOUT's default: with the 2 s of
 	// cleanup after a failure, a 503 within API.md's 15 s.
 	DefaultRequestTimeout = 10 * time.Second
+	// DefaultDownloadLinkTTL is how long a download link lasts, at most
+	// MaxDownloadLinkTTL.
+	DefaultDownloadLinkTTL = 5 * time.Minute
+	MaxDownloadLinkTTL     = time.Hour
 
 	// MaxFileBytesCap bounds MAX_FILE_BYTES: the platform's own cap, and
 	// what the schema's CHECK allows (100 MiB).
@@ -176,19 +188,24 @@ const (
 	NeedDatabase Requirement = 1 << iota
 	// NeedAdminToken: ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN.
 	NeedAdminToken
+	// NeedLinkKey: DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN (the
+	// content function, which signs and serves download links).
+	NeedLinkKey
 )
 
 // Load reads the settings through getenv (os.Getenv in production; a map
 // in tests) and checks what need asks for. The error names the variable.
 func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c := Config{
-		DatabaseURL:         strings.TrimSpace(getenv("DATABASE_URL")),
-		DBSecretARN:         strings.TrimSpace(getenv("DB_SECRET_ARN")),
-		AdminToken:          strings.TrimSpace(getenv("ADMIN_TOKEN")),
-		AdminTokenSecretARN: strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
-		ContentBucket:       strings.TrimSpace(getenv("CONTENT_BUCKET")),
-		S3Endpoint:          strings.TrimSpace(getenv("S3_ENDPOINT")),
-		SecretsEndpoint:     strings.TrimSpace(getenv("SECRETS_MANAGER_ENDPOINT")),
+		DatabaseURL:              strings.TrimSpace(getenv("DATABASE_URL")),
+		DBSecretARN:              strings.TrimSpace(getenv("DB_SECRET_ARN")),
+		AdminToken:               strings.TrimSpace(getenv("ADMIN_TOKEN")),
+		AdminTokenSecretARN:      strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
+		DownloadLinkKey:          strings.TrimSpace(getenv("DOWNLOAD_LINK_KEY")),
+		DownloadLinkKeySecretARN: strings.TrimSpace(getenv("DOWNLOAD_LINK_KEY_SECRET_ARN")),
+		ContentBucket:            strings.TrimSpace(getenv("CONTENT_BUCKET")),
+		S3Endpoint:               strings.TrimSpace(getenv("S3_ENDPOINT")),
+		SecretsEndpoint:          strings.TrimSpace(getenv("SECRETS_MANAGER_ENDPOINT")),
 		DBEndpoint: DBEndpoint{
 			Host: strings.TrimSpace(getenv("DB_HOST")),
 			Name: strings.TrimSpace(getenv("DB_NAME")),
@@ -277,6 +294,11 @@ func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
 		errs.add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
 			maxRowLife, c.UploadTTL, c.AckRetention))
 	}
+	c.DownloadLinkTTL, err = durationVar(getenv, "DOWNLOAD_LINK_TTL", DefaultDownloadLinkTTL)
+	errs.add(err)
+	if err == nil && (c.DownloadLinkTTL < time.Second || c.DownloadLinkTTL > MaxDownloadLinkTTL) {
+		errs.add(fmt.Errorf("DOWNLOAD_LINK_TTL: want 1s to %s, got %s", MaxDownloadLinkTTL, c.DownloadLinkTTL))
+	}
 }
 
 // readOrigins reads CORS_ALLOWED_ORIGINS and PUBLIC_ORIGIN (one origin).
@@ -306,6 +328,12 @@ func (c *Config) checkNeeds(need Requirement, errs *errorList) {
 	if c.AdminToken != "" && len(c.AdminToken) < MinTokenLength {
 		errs.add(fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength))
 	}
+	if need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == "" {
+		errs.add(errors.New("DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN: one must be set"))
+	}
+	if c.DownloadLinkKey != "" && len(c.DownloadLinkKey) < MinLinkKeyLength {
+		errs.add(fmt.Errorf("DOWNLOAD_LINK_KEY: must be at least %d characters", MinLinkKeyLength))
+	}
 }
 
 // checkSessions checks the session settings: both or neither, a URL the
@@ -332,6 +360,10 @@ func (c Config) checkSessions() error {
 // MinTokenLength is the shortest admin token accepted: a short shared
 // secret is a guessable one.
 const MinTokenLength = 16
+
+// MinLinkKeyLength is the shortest download-link key accepted
+// (downloadlink.MinKeyBytes).
+const MinLinkKeyLength = 32
 
 func bytesVar(getenv func(string) string, name string, def, lo, hi int64) (int64, error) {
 	v := strings.TrimSpace(getenv(name))

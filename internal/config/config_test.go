@@ -106,6 +106,36 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	})
 }
 
+// TestDownloadLinkSettings: DOWNLOAD_LINK_TTL is 5 minutes unless set,
+// at most an hour; a TTL outside 1s..1h or not a duration, a short
+// DOWNLOAD_LINK_KEY, or no key where one is needed (the content
+// function) stops the process naming the variable.
+func TestDownloadLinkSettings(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 5 * time.Minute, "90s": 90 * time.Second, "1h": time.Hour} {
+		c, err := config.Load(env(map[string]string{"DOWNLOAD_LINK_TTL": v}), 0)
+		if err != nil || c.DownloadLinkTTL != want {
+			t.Errorf("DOWNLOAD_LINK_TTL=%q: got %v, %v; want %v", v, c.DownloadLinkTTL, err, want)
+		}
+	}
+	for _, v := range []string{"61m", "2h", "0s", "-5m", "500ms", "five minutes"} {
+		if _, err := config.Load(env(map[string]string{"DOWNLOAD_LINK_TTL": v}), 0); err == nil || !strings.Contains(err.Error(), "DOWNLOAD_LINK_TTL") {
+			t.Errorf("DOWNLOAD_LINK_TTL=%q: got %v, want an error naming it", v, err)
+		}
+	}
+	if _, err := config.Load(env(map[string]string{"DOWNLOAD_LINK_KEY": strings.Repeat("k", 31)}), 0); err == nil ||
+		!strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
+		t.Errorf("short key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
+	}
+	if _, err := config.Load(env(nil), config.NeedLinkKey); err == nil || !strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
+		t.Errorf("no key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
+	}
+	for _, m := range []map[string]string{{"DOWNLOAD_LINK_KEY": strings.Repeat("k", 32)}, {"DOWNLOAD_LINK_KEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:k"}} {
+		if _, err := config.Load(env(m), config.NeedLinkKey); err != nil {
+			t.Errorf("%v: got %v", m, err)
+		}
+	}
+}
+
 // TestCORSAllowedOrigins: a comma-separated list of exact origins; empty
 // means none; anything that is not an origin stops the process.
 func TestCORSAllowedOrigins(t *testing.T) {

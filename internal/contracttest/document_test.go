@@ -59,21 +59,23 @@ func TestDocumentValidates(t *testing.T) {
 
 // TestPathsAreRoutes: the document's operations are exactly
 // httpapi.Routes, plus OPTIONS (the CORS preflight) on every path; each
-// names the bearer scheme unless it is public (GET /uploads/limits and the
+// names the bearer scheme unless it is public (the routes the table marks
+// Public, GET /uploads/limits and a download link's GET, and the
 // preflights, which take no token).
 func TestPathsAreRoutes(t *testing.T) {
 	doc := loadDocument(t)
-	want := map[string]bool{}
+	want, publicRoute := map[string]bool{}, map[string]bool{}
 	for _, r := range httpapi.Routes {
 		want[r.Method+" "+r.Path] = true
 		want["OPTIONS "+r.Path] = true
+		publicRoute[r.Method+" "+r.Path] = r.Public
 	}
 	got := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			key := method + " " + path
 			got[key] = true
-			public := method == "OPTIONS" || key == "GET /uploads/limits"
+			public := method == "OPTIONS" || publicRoute[key]
 			switch {
 			case public && (op.Security == nil || len(*op.Security) != 0):
 				t.Errorf("%s: want security: [] (no token)", key)

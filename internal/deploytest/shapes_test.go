@@ -65,6 +65,9 @@ func TestDeployFromZero(t *testing.T) {
 	one := func(typ string) (string, *yaml.Node) {
 		t.Helper()
 		ids := s.ofType(typ)
+		if typ == "AWS::SecretsManager::Secret" { // besides the download links' key, in every shape
+			ids = slices.DeleteFunc(ids, func(id string) bool { return id == linkKeySecret })
+		}
 		if len(ids) != 1 {
 			t.Fatalf("%s: got %v, want one", typ, ids)
 		}
@@ -204,9 +207,9 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Errorf("Globals VpcConfig: got %s %s, want the given SubnetIds and SecurityGroupIds",
 			canon(get(vc, "SubnetIds")), canon(get(vc, "SecurityGroupIds")))
 	}
-	tokens := s.ofType("AWS::SecretsManager::Secret")
+	tokens := slices.DeleteFunc(s.ofType("AWS::SecretsManager::Secret"), func(id string) bool { return id == linkKeySecret })
 	if len(tokens) != 1 {
-		t.Fatalf("secrets: got %v, want the generated admin token only", tokens)
+		t.Fatalf("secrets: got %v, want the generated admin token only (besides %s)", tokens, linkKeySecret)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:"+tokens[0])
 	if o := get(tpl.doc, "Outputs", "DatabaseEndpoint"); o == nil || s.condition(scalar(get(o, "Condition"))) {
@@ -219,8 +222,8 @@ func TestDeployBesideThePlatform(t *testing.T) {
 	}
 	s = newShape(t, tpl, given)
 	s.checkRefs()
-	if ids := s.ofType("AWS::SecretsManager::Secret"); len(ids) > 0 {
-		t.Errorf("secrets %v created though AdminTokenSecretArn is given", ids)
+	if ids := s.ofType("AWS::SecretsManager::Secret"); !slices.Equal(ids, []string{linkKeySecret}) {
+		t.Errorf("secrets %v created though AdminTokenSecretArn is given, want the download links' key alone", ids)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:AdminTokenSecretArn")
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -71,6 +72,11 @@ type API struct {
 	// Limits is the answer of GET /uploads/limits (LimitsOf the
 	// configuration).
 	Limits wire.Limits
+	// Links signs and checks the download links of the link and download
+	// routes (DOWNLOAD_LINK_KEY, DOWNLOAD_LINK_TTL); nil: those routes
+	// answer 500 (the content function, which serves them, never starts
+	// without a key).
+	Links *downloadlink.Signer
 }
 
 // New returns the API over store (in production a

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,9 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
 
-// content is GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content.
-// Every file is answered 200 with its bytes, streamed a chunk at a time;
-// one Range gives 206; ?redirect=1 sends a bucket-held file's clients to
-// S3. The status line is written only once the bytes are known to be
-// there, and an answer that fails after it is aborted, never finished
-// short: the bytes sent always match the headers.
+// content is GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content,
+// for the caller front identified: the file's bytes (sendFile); with
+// ?redirect=1, a bucket-held file's clients go to S3.
 func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	ws, id, file, err := a.pathFileIDs(r)
 	if err != nil {
@@ -31,9 +29,27 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return a.sendFile(w, r, "body", redirect, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
+		return a.store.Fetch(ctx, id, ws, file, want)
+	})
+}
+
+// fetchFunc looks a file up for serving and stamps its fetched_at when
+// the answer will send what want asks (pendinguploads.Store.Fetch, for
+// the caller's check the route made).
+type fetchFunc func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error)
+
+// sendFile answers a GET of one file that fetch looks up: 200 with its
+// bytes, streamed a chunk at a time; one Range gives 206; with redirect,
+// a bucket-held file is a redirect to S3. The status line is written
+// only once the bytes are known to be there, and an answer that fails
+// after it is aborted, never finished short: the bytes sent always match
+// the headers. via names the door in the fetched log line ("body", or a
+// download link's "link").
+func (a *API) sendFile(w http.ResponseWriter, r *http.Request, via string, redirect bool, fetch fetchFunc) error {
 	ctx := r.Context()
 	rng := parseRange(r.Header.Get("Range"))
-	rec, err := a.store.Fetch(ctx, id, ws, file, pendinguploads.Want{From: rng.from(), Redirect: redirect})
+	rec, err := fetch(ctx, pendinguploads.Want{From: rng.from(), Redirect: redirect})
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}
@@ -52,6 +68,12 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag(rec.Record) {
+		// RFC 9110 13.1.5: a Range is for the version If-Range names; for
+		// any other (a date, another tag, a file without a digest), the
+		// whole file.
+		rng = byteRange{}
+	}
 	off, n, status := rng.resolve(rec.SizeBytes)
 	if status == http.StatusRequestedRangeNotSatisfiable {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", rec.SizeBytes))
@@ -69,37 +91,32 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer body.Close()
-	// While the bytes flow, a read from Postgres or S3 that makes no
-	// progress for StreamIdleTimeout ends the stream (a dependency frozen
-	// mid-stream): the answer is aborted, and the connection freed. Bytes
-	// already in memory (an inline file that came with its row) are
-	// written in one call, with no copy buffer and nothing to watch.
-	var src io.Reader = body
-	var copyBuf []byte
-	if !body.InMemory {
-		idle := time.AfterFunc(StreamIdleTimeout, scancel)
-		defer idle.Stop()
-		src = &idleReader{Reader: body, timer: idle}
-		copyBuf = make([]byte, min(n, 256<<10))
-	}
-
 	setContentHeaders(w.Header(), rec.Record, ctype, disposition, status, off, n)
 	w.WriteHeader(status)
-	var sent int64
-	if copyBuf == nil {
-		sent, err = io.Copy(w, src)
-	} else {
-		sent, err = io.CopyBuffer(w, src, copyBuf)
-	}
-	if err != nil || sent != n {
+	if sent, err := copyBody(w, body, n, scancel); err != nil || sent != n {
 		// The status line is gone: abort the answer, so that the client
 		// sees a broken transfer rather than a short file.
-		a.logger().Error("content aborted", "workspace_id", ws, "file_id", file, "size", rec.SizeBytes,
+		a.logger().Error("content aborted", "workspace_id", rec.WorkspaceID, "file_id", rec.FileID, "size", rec.SizeBytes,
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(r, rec.Record, "body", n)
+	a.fetched(r, rec.Record, via, n)
 	return nil
+}
+
+// copyBody writes body's n bytes to w. While the bytes flow, a read from
+// Postgres or S3 that makes no progress for StreamIdleTimeout calls
+// scancel, which ends the stream (a dependency frozen mid-stream): the
+// answer is aborted, and the connection freed. Bytes already in memory
+// (an inline file that came with its row) are written in one call, with
+// no copy buffer and nothing to watch.
+func copyBody(w io.Writer, body pendinguploads.Body, n int64, scancel context.CancelFunc) (int64, error) {
+	if body.InMemory {
+		return io.Copy(w, body)
+	}
+	idle := time.AfterFunc(StreamIdleTimeout, scancel)
+	defer idle.Stop()
+	return io.CopyBuffer(w, &idleReader{Reader: body, timer: idle}, make([]byte, min(n, 256<<10)))
 }
 
 // redirectToBucket answers a ?redirect=1 fetch of rec with a redirect to
@@ -150,6 +167,9 @@ func setContentHeaders(h http.Header, rec pendinguploads.Record, ctype, disposit
 	h.Set("Content-Disposition", disposition)
 	if len(rec.SHA256) > 0 {
 		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
+		// A strong validator: a browser's download manager resumes a cut
+		// download (Range with If-Range) only when the answer had one.
+		h.Set("ETag", etag(rec))
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
@@ -157,6 +177,15 @@ func setContentHeaders(h http.Header, rec pendinguploads.Record, ctype, disposit
 	if status == http.StatusPartialContent {
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, rec.SizeBytes))
 	}
+}
+
+// etag is rec's strong entity tag: its SHA-256 in hex, quoted (a file's
+// bytes never change); "" for a row staged without a digest.
+func etag(rec pendinguploads.Record) string {
+	if len(rec.SHA256) == 0 {
+		return ""
+	}
+	return `"` + hex.EncodeToString(rec.SHA256) + `"`
 }
 
 // StreamIdleTimeout bounds one read of a streamed file's bytes from

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -35,6 +36,10 @@ var (
 	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
+	// A download link that is not one of ours for this file, or is past
+	// its time.
+	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link"}
+	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired"}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
@@ -126,6 +131,8 @@ var answers = []struct {
 	{auth.ErrNotAllowed, errInvalidToken},
 	{auth.ErrForeignOrigin, errForeignOrigin},
 	{auth.ErrSessionUnavailable, errSessionDown},
+	{downloadlink.ErrInvalid, errLinkInvalid},
+	{downloadlink.ErrExpired, errLinkExpired},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},

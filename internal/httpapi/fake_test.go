@@ -315,6 +315,12 @@ func (s *fakeStore) Fetch(ctx context.Context, id *auth.Identity, ws, fileID uui
 	return pendinguploads.Fetched{Record: f.rec}, nil
 }
 
+// FetchLinked is Fetch for a link's holder: the route verified the link,
+// so it is Fetch as the admin (as the store does).
+func (s *fakeStore) FetchLinked(ctx context.Context, ws, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error) {
+	return s.Fetch(ctx, auth.AdminIdentity(), ws, fileID, want)
+}
+
 func (s *fakeStore) Open(ctx context.Context, r pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error) {
 	defer s.mu.Unlock()
 	if _, err := s.enter(ctx, "Open", auth.AdminIdentity(), &r.WorkspaceID); err != nil {

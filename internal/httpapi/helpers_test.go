@@ -32,21 +32,23 @@ import (
 
 // Messages of API.md.
 const (
-	msgMissing    = "missing workspace auth token"
-	msgInvalid    = "invalid workspace auth token"
-	msgBadWS      = "invalid workspace ID"
-	msgBadFile    = "invalid file_id"
-	msgMalformed  = "malformed multipart body"
-	msgNoFiles    = "no files field in request"
-	msgTooMany    = "too many files (limit 64)"
-	msgEmpty      = "empty file"
-	msgFileCap    = "file exceeds per-file cap"
-	msgBodyCap    = "request body too large"
-	msgGone       = "pending upload not found, expired, or already acked"
-	msgNotYours   = "pending upload not found"
-	msgExpired    = "pending upload not found or expired"
-	msgStorage    = "storage error"
-	msgPresignOff = "presigned uploads are not enabled"
+	msgMissing     = "missing workspace auth token"
+	msgInvalid     = "invalid workspace auth token"
+	msgBadWS       = "invalid workspace ID"
+	msgBadFile     = "invalid file_id"
+	msgMalformed   = "malformed multipart body"
+	msgNoFiles     = "no files field in request"
+	msgTooMany     = "too many files (limit 64)"
+	msgEmpty       = "empty file"
+	msgFileCap     = "file exceeds per-file cap"
+	msgBodyCap     = "request body too large"
+	msgGone        = "pending upload not found, expired, or already acked"
+	msgNotYours    = "pending upload not found"
+	msgExpired     = "pending upload not found or expired"
+	msgStorage     = "storage error"
+	msgPresignOff  = "presigned uploads are not enabled"
+	msgLinkInvalid = "invalid download link"
+	msgLinkExpired = "download link expired"
 )
 
 // codeOf is the code API.md gives each message: every error body carries
@@ -90,6 +92,8 @@ var codeOf = map[string]string{
 	"workspace quota exceeded":                  "quota_exceeded",
 	"invalid sha256 (want 64 hex digits)":       "bad_sha256",
 	"invalid parts (want one sha256 per part of part_bytes, for a multipart file)": "bad_parts",
+	msgLinkInvalid: "link_invalid",
+	msgLinkExpired: "link_expired",
 }
 
 const maxFileBytes = 26214400

@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
+)
 
 // Route is one entry of the HTTP contract: the method, the path pattern
 // (net/http ServeMux syntax, which is also API Gateway's {param} syntax),
@@ -27,7 +31,13 @@ var (
 	AbortRoute   = Route{"DELETE", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).abort, false, nil}
 	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false, []string{"limit", "after"}}
 	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false, []string{"redirect"}}
-	AckRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
+	// LinkRoute mints a download link to one file, for a caller the
+	// content route serves; DownloadRoute opens one: public (no
+	// credential), the link's query is its capability.
+	LinkRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/link", "content", (*API).link, false, nil}
+	DownloadRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/download", "content", (*API).download, true,
+		[]string{downloadlink.ParamExpires, downloadlink.ParamSignature}}
+	AckRoute = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
 	// LimitsRoute is public (no token), served by the list function.
 	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil}
 )
@@ -35,7 +45,7 @@ var (
 // Routes is the whole HTTP API, in the order of API.md: the one table the
 // functions, the dev server, and the tests of openapi.yaml and
 // template.yaml read.
-var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ListRoute, ContentRoute, AckRoute, LimitsRoute}
+var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ListRoute, ContentRoute, LinkRoute, DownloadRoute, AckRoute, LimitsRoute}
 
 // RoutesOf returns the routes of Routes that function (a directory under
 // functions/) serves, in the table's order: what its main hands to

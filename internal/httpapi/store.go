@@ -35,8 +35,11 @@ type Store interface {
 	List(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, limit int, after *pendinguploads.Cursor) (recs []pendinguploads.Record, next *pendinguploads.Cursor, err error)
 	// Fetch looks a file up for serving (GET …/content).
 	Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error)
-	// Open reads the bytes of a file Fetch returned (and only such a
-	// file: pendinguploads.ErrNotFetched).
+	// FetchLinked looks a file up for the holder of a download link the
+	// route verified (GET …/download): no caller to check.
+	FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error)
+	// Open reads the bytes of a file Fetch or FetchLinked returned (and
+	// only such a file: pendinguploads.ErrNotFetched).
 	Open(ctx context.Context, f pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error)
 	// SignGet signs a redirect to a bucket-held file Fetch returned.
 	SignGet(ctx context.Context, f pendinguploads.Fetched, disposition, contentType string) (url string, ok bool, err error)

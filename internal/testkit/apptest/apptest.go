@@ -35,6 +35,9 @@ import (
 // AdminToken is the admin token of every test server.
 const AdminToken = "test-admin-token-0123456789abcdef"
 
+// LinkKey is the download links' key of every test server.
+const LinkKey = "test-download-link-key-0123456789abcdef"
+
 // EnvQueryMode names the variable that, when set, is every test server's
 // DATABASE_QUERY_MODE (Options.Env still wins): TEST_DATABASE_QUERY_MODE=exec
 // runs a package's tests with the service in exec mode.
@@ -119,7 +122,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.Bouncer = pgbouncertest.MustStart(tb, s.DatabaseURL, *opts.PgBouncer)
 		serviceURL = s.Bouncer.URL
 	}
-	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken}
+	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)
 		var client *s3.Client
@@ -139,7 +142,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 	for k, v := range opts.Env {
 		env[k] = v
 	}
-	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedDatabase|config.NeedAdminToken)
+	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedDatabase|config.NeedAdminToken|config.NeedLinkKey)
 	if err != nil {
 		tb.Fatalf("apptest: %v", err)
 	}
