@@ -144,10 +144,11 @@ func (s *Store) FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, 
 
 // Open returns n bytes of f's file from offset off (0 ≤ off, off+n ≤
 // f.SizeBytes), from the row or from the blob store, for f as Fetch
-// returned it (else ErrNotFetched, before any I/O). It checks that the bytes are there before it returns: a
-// file swept since Fetch gives ErrNotFound, so that a caller never starts
-// an answer it cannot finish. Reading then yields exactly n bytes, or an
-// error. Close the reader.
+// returned it (else ErrNotFetched, before any I/O). It checks that the
+// bytes are there before it returns: a file swept since Fetch gives
+// ErrNotFound, so that a caller never starts an answer it cannot finish.
+// Reading then yields exactly n bytes, or an error. Close the reader.
+// Each chunk read from a row names Fetch's callerMayAct again.
 //
 // A large inline file is read ChunkBytes at a time inside one read-only
 // REPEATABLE READ transaction: every chunk comes from the same snapshot,
