@@ -192,8 +192,12 @@ func templateRefs(t *testing.T, root, namespace string) (map[metricRef][]string,
 			refs[r] = append(refs[r], "alarm "+id)
 		case "AWS::CloudWatch::Dashboard":
 			body := lookup(props, "DashboardBody")
+			if inc := lookup(lookup(body, "Fn::Transform"), "Parameters"); inc != nil {
+				// AWS::Include of a file whose content is {Fn::Sub: "…"}.
+				body = includedSub(t, root, lookup(inc, "Location"))
+			}
 			if body == nil || body.Kind != yaml.ScalarNode {
-				t.Fatalf("dashboard %s: DashboardBody is not a !Sub string", id)
+				t.Fatalf("dashboard %s: DashboardBody is not a !Sub string, nor an AWS::Include of an Fn::Sub", id)
 			}
 			// ${…} in a JSON string stands for a name; bare, for a number.
 			src := regexp.MustCompile(`"[^"\n]*\$\{[^}]+\}[^"\n]*"`).ReplaceAllString(body.Value, `"X"`)
@@ -235,6 +239,24 @@ func templateRefs(t *testing.T, root, namespace string) (map[metricRef][]string,
 		}
 	}
 	return refs, namespaces
+}
+
+// includedSub reads the file an AWS::Include names (relative to root) and
+// returns its Fn::Sub string.
+func includedSub(t *testing.T, root string, location *yaml.Node) *yaml.Node {
+	t.Helper()
+	if location == nil {
+		t.Fatal("AWS::Include without a Location")
+	}
+	b, err := os.ReadFile(filepath.Join(root, location.Value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", location.Value, err)
+	}
+	return lookup(doc.Content[0], "Fn::Sub")
 }
 
 func lookup(n *yaml.Node, key string) *yaml.Node {
