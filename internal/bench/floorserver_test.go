@@ -276,6 +276,7 @@ func (f *floorServer) content(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("Accept-Ranges", "bytes")
+	h.Set("ETag", `"`+hex.EncodeToString(sum)+`"`)
 	_, _ = w.Write(content)
 }
 
