@@ -181,10 +181,10 @@ func TestCommitRace(t *testing.T) {
 }
 
 // TestCommitDeadlineFollowsItsBytes: through the S3 protocol, with a
-// bucket whose every copy answers 3 s late (s3test.PartProxy.SlowCopies)
-// and REQUEST_TIMEOUT=1s, a commit of 48 MiB (1 s plus 6 s at
+// bucket whose every copy answers 1.5 s late (s3test.PartProxy.SlowCopies)
+// and REQUEST_TIMEOUT=1s, a commit of 48 MiB (1 s plus 12 s at
 // pendinguploads.CopyRate) is staged, where the request's own deadline
-// would cut it; a commit of 1 MiB (1.125 s) is cut, 503, nothing stored,
+// would cut it; a commit of 1 MiB (1.25 s) is cut, 503, nothing stored,
 // and the same commit, once the bucket is quick again, stages it: a
 // frozen bucket still ends a small commit early, and a cut one stays
 // committable.
@@ -206,7 +206,11 @@ func TestCommitDeadlineFollowsItsBytes(t *testing.T) {
 	}
 	big, bigData := put(48 * mib)
 	small, _ := put(1 * mib)
-	proxy.SlowCopies(3*time.Second, 0)
+	// Just over REQUEST_TIMEOUT, which alone would cut both commits: the
+	// rest of the big one's 7 s is moto's own copy of 48 MiB, which a
+	// loaded machine slows (at 3 s, moto had to copy faster than
+	// 12 MiB/s; it did not at load 10).
+	proxy.SlowCopies(1500*time.Millisecond, 0)
 
 	res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(big))
 	wantStatus(t, res, http.StatusOK)

@@ -109,11 +109,12 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 // CompleteMultipartUpload "could take several minutes to finalize"
 // (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CompleteMultipartUpload.html),
 // and a loaded S3-compatible store is slower still (moto on a busy
-// machine took over 10 s for 100 MiB). At 8 MiB/s the largest file
-// (100 MiB) adds 12.5 s to the default 10 s: on Lambda the invocation's
-// own deadline caps it first (the upload function's 25 s, less
-// lambdafn.Margin).
-const CopyRate = 8 << 20
+// machine took over 10 s for 100 MiB, and under a load of 10 copied
+// 48 MiB at under 12 MiB/s). At 4 MiB/s the largest file (100 MiB) adds
+// 25 s to the default 10 s: on Lambda the invocation's own deadline caps
+// it first (the upload function's 25 s, less lambdafn.Margin); only the
+// dev server and slow S3-compatible stores see the whole of it.
+const CopyRate = 4 << 20
 
 // CommitTimeout is the deadline of a commit of n bytes, from its start:
 // base (REQUEST_TIMEOUT: its round trips to Postgres, S3's fixed costs)

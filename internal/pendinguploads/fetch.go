@@ -1,6 +1,7 @@
 package pendinguploads
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -145,9 +146,11 @@ func (s *Store) FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, 
 // Open returns n bytes of f's file from offset off (0 ≤ off, off+n ≤
 // f.SizeBytes), from the row or from the blob store, for f as Fetch
 // returned it (else ErrNotFetched, before any I/O). It checks that the
-// bytes are there before it returns: a file swept since Fetch gives
-// ErrNotFound, so that a caller never starts an answer it cannot finish.
-// Reading then yields exactly n bytes, or an error. Close the reader.
+// bytes are there, and flow, before it returns: a file swept since Fetch
+// gives ErrNotFound, and a dependency that stalls before the first bytes
+// (ChunkBytes of a row, firstBytes of an object) an error, so that a
+// caller never starts an answer it cannot finish. Reading then yields
+// exactly n bytes, or an error. Close the reader.
 // Each chunk read from a row names Fetch's callerMayAct again.
 //
 // A large inline file is read ChunkBytes at a time inside one read-only
@@ -174,7 +177,16 @@ func (s *Store) Open(ctx context.Context, f Fetched, off, n int64) (Body, error)
 		if err != nil {
 			return Body{}, wrap(fmt.Sprintf("open %s", r.FileID), err)
 		}
-		return Body{ReadCloser: body}, nil
+		// The first bytes now, as for a row: a bucket that sent the
+		// object's headers and then nothing (frozen between the two)
+		// fails here, within the caller's deadline and before it has
+		// answered anything, not once its answer has begun.
+		br := bufio.NewReaderSize(body, firstBytes)
+		if _, err := br.Peek(int(min(n, firstBytes))); err != nil && !errors.Is(err, io.EOF) {
+			body.Close()
+			return Body{}, wrap(fmt.Sprintf("open %s: first bytes", r.FileID), err)
+		}
+		return Body{ReadCloser: readCloser{Reader: br, Closer: body}}, nil
 	}
 	if r.content != nil {
 		return Body{ReadCloser: &memReader{b: r.content[off : off+n]}, InMemory: true}, nil
@@ -191,6 +203,16 @@ func (s *Store) Open(ctx context.Context, f Fetched, off, n int64) (Body, error)
 		return Body{}, err
 	}
 	return Body{ReadCloser: rr}, nil
+}
+
+// firstBytes is how much of a bucket-held file Open reads before it
+// returns.
+const firstBytes = 64 << 10
+
+// readCloser reads from Reader and closes Closer.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // Body is a file's bytes as Open returns them: read them, then close
