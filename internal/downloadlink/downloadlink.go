@@ -83,24 +83,40 @@ func (s *Signer) Sign(workspace, file uuid.UUID) Link {
 	return Link{Query: q.Encode(), Expires: exp.UTC()}
 }
 
+// Verified is a link Check accepted: the one file of one workspace its
+// holder may fetch. Only Check makes one; the zero Verified names no file
+// (IsZero), and whoever takes one refuses it.
+type Verified struct {
+	workspace, file uuid.UUID
+}
+
+// Workspace is the workspace of the file the link names.
+func (v Verified) Workspace() uuid.UUID { return v.workspace }
+
+// File is the file the link names.
+func (v Verified) File() uuid.UUID { return v.file }
+
+// IsZero reports whether v was not made by Check.
+func (v Verified) IsZero() bool { return v == Verified{} }
+
 // Check checks a link's expires and signature (as the query gave them)
-// for file of workspace: nil when this Signer's key signed exactly them
-// and expires has not passed; ErrInvalid when it did not sign them;
-// ErrExpired when it did, and the link is past its time.
-func (s *Signer) Check(workspace, file uuid.UUID, expires, signature string) error {
+// for file of workspace: the Verified file when this Signer's key signed
+// exactly them and expires has not passed; ErrInvalid when it did not
+// sign them; ErrExpired when it did, and the link is past its time.
+func (s *Signer) Check(workspace, file uuid.UUID, expires, signature string) (Verified, error) {
 	want := s.signature(workspace, file, expires)
 	if !hmac.Equal([]byte(signature), []byte(want)) {
-		return ErrInvalid
+		return Verified{}, ErrInvalid
 	}
 	// Signed by us, so expires is ours: digits that parse.
 	exp, err := strconv.ParseInt(expires, 10, 64)
 	if err != nil {
-		return ErrInvalid
+		return Verified{}, ErrInvalid
 	}
 	if !s.Now().Before(time.Unix(exp, 0)) {
-		return ErrExpired
+		return Verified{}, ErrExpired
 	}
-	return nil
+	return Verified{workspace: workspace, file: file}, nil
 }
 
 // signature is the HMAC-SHA256 of a link's fields, base64url without

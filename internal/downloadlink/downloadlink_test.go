@@ -70,7 +70,7 @@ func TestCheck(t *testing.T) {
 		{"ErrInvalidOtherKey", signer(t, strings.ToUpper(testKey), t0), ws, file, exp, sig, ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.s.Check(tc.ws, tc.file, tc.exp, tc.sig); !errors.Is(err, tc.wantError) || (err == nil) != (tc.wantError == nil) {
+			if v, err := tc.s.Check(tc.ws, tc.file, tc.exp, tc.sig); !errors.Is(err, tc.wantError) || (err == nil) != (tc.wantError == nil) || (err == nil) == v.IsZero() {
 				t.Errorf("got %v, want %v", err, tc.wantError)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -317,8 +318,8 @@ func (s *fakeStore) Fetch(ctx context.Context, id *auth.Identity, ws, fileID uui
 
 // FetchLinked is Fetch for a link's holder: the route verified the link,
 // so it is Fetch as the admin (as the store does).
-func (s *fakeStore) FetchLinked(ctx context.Context, ws, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error) {
-	return s.Fetch(ctx, auth.AdminIdentity(), ws, fileID, want)
+func (s *fakeStore) FetchLinked(ctx context.Context, link downloadlink.Verified, want pendinguploads.Want) (pendinguploads.Fetched, error) {
+	return s.Fetch(ctx, auth.AdminIdentity(), link.Workspace(), link.File(), want)
 }
 
 func (s *fakeStore) Open(ctx context.Context, r pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error) {

@@ -67,10 +67,11 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	if werr != nil || ferr != nil || err != nil || len(q[downloadlink.ParamExpires]) != 1 || len(q[downloadlink.ParamSignature]) != 1 {
 		return downloadlink.ErrInvalid
 	}
-	if err := a.Links.Check(ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamSignature)); err != nil {
+	link, err := a.Links.Check(ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamSignature))
+	if err != nil {
 		return err
 	}
 	return a.sendFile(w, r, "link", false, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
-		return a.store.FetchLinked(ctx, ws, file, want)
+		return a.store.FetchLinked(ctx, link, want)
 	})
 }

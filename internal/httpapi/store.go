@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -37,7 +38,7 @@ type Store interface {
 	Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error)
 	// FetchLinked looks a file up for the holder of a download link the
 	// route verified (GET …/download): no caller to check.
-	FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error)
+	FetchLinked(ctx context.Context, link downloadlink.Verified, want pendinguploads.Want) (pendinguploads.Fetched, error)
 	// Open reads the bytes of a file Fetch or FetchLinked returned (and
 	// only such a file: pendinguploads.ErrNotFetched).
 	Open(ctx context.Context, f pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
@@ -131,4 +132,19 @@ func TestOpenNeedsFetch(t *testing.T) {
 		body.Close()
 	})
 	_ = pool
+}
+
+// TestFetchLinkedNeedsACheckedLink: a download link reaches the store
+// only as the downloadlink.Verified that Check made; a zero one names no
+// file and is refused before any I/O.
+func TestFetchLinkedNeedsACheckedLink(t *testing.T) {
+	ctx := context.Background()
+	s, _, tr := openTraced(t)
+	before := tr.trips.Load()
+	if _, err := s.FetchLinked(ctx, downloadlink.Verified{}, pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrNotFound) {
+		t.Errorf("fetch linked, zero link: got %v, want ErrNotFound", err)
+	}
+	if n := tr.trips.Load() - before; n != 0 {
+		t.Errorf("%d round trips sent, want none", n)
+	}
 }

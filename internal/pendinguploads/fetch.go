@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 )
 
 // ChunkBytes is how much of a file Fetch returns with the row, and how much
@@ -130,17 +131,19 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 }
 
 // FetchLinked is Fetch for the holder of a download link, who presents no
-// credential: the caller (the HTTP download route) has verified the
-// link's capability (internal/downloadlink: signed by this deployment,
-// unexpired) for exactly this file of exactly this workspace, and that
-// check stands in for the caller's. The file must still be servable, as
-// for Fetch, with the same stamp of fetched_at and the same errors; the
-// Fetched it returns is what Open reads.
-func (s *Store) FetchLinked(ctx context.Context, workspaceID, fileID uuid.UUID, want Want) (Fetched, error) {
-	// A trusted identity: the round trip carries no token look-up, and
-	// the statements' caller check holds. The workspace the link names
-	// is still the one every statement reads.
-	return s.Fetch(ctx, auth.AdminIdentity(), workspaceID, fileID, want)
+// credential: link, which only downloadlink's Check makes (signed by this
+// deployment, unexpired), stands in for the caller's check, for exactly
+// its file of exactly its workspace. A zero link is ErrNotFound before
+// any I/O. The file must still be servable, as for Fetch, with the same
+// stamp of fetched_at and the same errors; the Fetched it returns is what
+// Open reads.
+func (s *Store) FetchLinked(ctx context.Context, link downloadlink.Verified, want Want) (Fetched, error) {
+	if link.IsZero() {
+		return Fetched{}, ErrNotFound
+	}
+	// The link is the check: its round trip carries no token look-up,
+	// and every statement reads the link's workspace and file only.
+	return s.Fetch(ctx, auth.AdminIdentity(), link.Workspace(), link.File(), want)
 }
 
 // Open returns n bytes of f's file from offset off (0 ≤ off, off+n ≤
