@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pendinguploads/pendinguploads/client/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 

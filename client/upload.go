@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/client/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 	"github.com/pendinguploads/pendinguploads/client/wire"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/client/watch"
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
 )
 
 const apiFlagsUsage = `  --api URL          the API's base URL (default: $PENDINGUPLOADS_API)

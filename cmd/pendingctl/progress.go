@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 )
 
 // progressMin is the smallest transfer that gets a progress bar.

@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 	"github.com/pendinguploads/pendinguploads/client/wire"
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
 )
 
 // The steps of pendingctl smoke (smoke.go runs them in order), each

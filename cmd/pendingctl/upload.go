@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/client/humanize"
 	"github.com/pendinguploads/pendinguploads/client/wire"
-	"github.com/pendinguploads/pendinguploads/internal/humanize"
 )
 
 const uploadUsage = `Usage: pendingctl upload --workspace W [flags] FILE...

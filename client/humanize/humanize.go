@@ -1,8 +1,6 @@
 // Package humanize writes quantities for people: the Go client's errors
-// say sizes as pendingctl's lines and progress bars do. The server module
-// keeps the same function for pendingctl in internal/humanize (it cannot
-// import this module's internal packages); its test holds the two to one
-// source.
+// and pendingctl's lines and progress bars say a size the same way, from
+// this one function (pendingctl, in the server module, imports it).
 package humanize
 
 import "fmt"
