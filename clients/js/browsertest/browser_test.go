@@ -378,15 +378,26 @@ func drive(t *testing.T, node, chromium string, steps []step) driveResults {
 // calls the harness; the results come back as one JSON object, by step.
 func driveSteps(t *testing.T, node, chromium string, steps []step) []byte {
 	t.Helper()
-	cfg, err := json.Marshal(map[string]any{"chromium": chromium, "steps": steps})
+	start := time.Now()
+	out := runScript(t, node, "drive.mjs", map[string]any{"chromium": chromium, "steps": steps}, driveTimeout)
+	t.Logf("browser run: %d steps in %s", len(steps), time.Since(start).Round(time.Millisecond))
+	return out
+}
+
+// runScript runs testdata/script in node with cfg as its one argument
+// (JSON), within timeout, and returns what it printed; its stderr goes to
+// the test's log, and a failure (or a run past timeout) fails the test.
+// SIGTERM lets the script close Chromium; a hung one is killed.
+func runScript(t *testing.T, node, script string, cfg any, timeout time.Duration) []byte {
+	t.Helper()
+	arg, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), driveTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "drive.mjs"), string(cfg))
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", script), string(arg))
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	// SIGTERM lets the script close Chromium; a hung one is killed.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -394,12 +405,11 @@ func driveSteps(t *testing.T, node, chromium string, steps []step) []byte {
 	start := time.Now()
 	err = cmd.Run()
 	if stderr.Len() > 0 {
-		t.Logf("drive.mjs stderr:\n%s", stderr.Bytes())
+		t.Logf("%s stderr:\n%s", script, stderr.Bytes())
 	}
 	if err != nil {
-		t.Fatalf("drive.mjs: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
+		t.Fatalf("%s: %v (after %s)", script, err, time.Since(start).Round(time.Millisecond))
 	}
-	t.Logf("browser run: %d steps in %s", len(steps), time.Since(start).Round(time.Millisecond))
 	return stdout.Bytes()
 }
 

@@ -12,13 +12,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -207,28 +205,10 @@ type openResult struct {
 func (rig *openRig) driveDownloads(t *testing.T, node, chromium string, cookies any, steps []openStep, timeout time.Duration) (map[string]openResult, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg, err := json.Marshal(map[string]any{"chromium": chromium, "page": rig.pages.URL + "/open.html", "dir": dir, "cookies": cookies, "steps": steps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "download.mjs"), string(cfg))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	if stderr.Len() > 0 {
-		t.Logf("download.mjs stderr:\n%s", stderr.Bytes())
-	}
-	if err != nil {
-		t.Fatalf("download.mjs: %v", err)
-	}
+	stdout := runScript(t, node, "download.mjs", map[string]any{"chromium": chromium, "page": rig.pages.URL + "/open.html", "dir": dir, "cookies": cookies, "steps": steps}, timeout)
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {
-		t.Fatalf("download.mjs output: %v\n%s", err, stdout.Bytes())
+	if err := json.Unmarshal(stdout, &raw); err != nil {
+		t.Fatalf("download.mjs output: %v\n%s", err, stdout)
 	}
 	out := map[string]openResult{}
 	for k, v := range raw {
