@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
 // Files the dev server keeps in LOCAL_DIR beside its Postgres, so that a
@@ -128,24 +129,22 @@ type earlier struct {
 // database. With a local S3 (localS3), the waiting files whose bytes
 // were in an earlier run's moto, gone with it, are then expired, so that
 // the start's sweep removes them rather than a pull failing on each for a
-// day.
-func earlierData(ctx context.Context, db *pgxpool.Pool, localS3 bool) (earlier, error) {
+// day. The statements on the files are the store's (Backlog,
+// ExpireBucketFiles), as every one is.
+func earlierData(ctx context.Context, db *pgxpool.Pool, store *pendinguploads.Store, localS3 bool) (earlier, error) {
 	var e earlier
-	err := db.QueryRow(ctx, `SELECT count(*), count(DISTINCT workspace_id) FROM pending_uploads
-		WHERE acked_at IS NULL AND expires_at > now()`).Scan(&e.files, &e.workspaces)
+	b, err := store.Backlog(ctx)
 	if err != nil {
 		return e, err
 	}
+	e.files, e.workspaces = b.Files, b.Workspaces
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM workspace_auth_tokens WHERE revoked_at IS NULL`).Scan(&e.tokens); err != nil {
 		return e, err
 	}
 	if localS3 {
-		tag, err := db.Exec(ctx, `UPDATE pending_uploads SET expires_at = now()
-			WHERE acked_at IS NULL AND expires_at > now() AND s3_key IS NOT NULL`)
-		if err != nil {
+		if e.lostBytes, err = store.ExpireBucketFiles(ctx); err != nil {
 			return e, err
 		}
-		e.lostBytes = tag.RowsAffected()
 	}
 	return e, nil
 }

@@ -233,7 +233,7 @@ func (d *devRun) openService(ctx context.Context) (*app.App, config.Config, erro
 		return nil, cfg, fmt.Errorf("migrate: %w", err)
 	}
 	if d.st.reused {
-		if d.st.earlier, err = earlierData(ctx, a.Pool, d.st.localS3); err != nil {
+		if d.st.earlier, err = earlierData(ctx, a.Pool, a.Store, d.st.localS3); err != nil {
 			return nil, cfg, fmt.Errorf("earlier data: %w", err)
 		}
 	}

@@ -15,8 +15,9 @@ const BacklogScanLimit = 100_000
 // Backlog is what waits for the workspaces: files neither acked nor
 // expired, across every workspace.
 type Backlog struct {
-	Files int64 // how many
-	Bytes int64 // their total size
+	Files      int64 // how many
+	Bytes      int64 // their total size
+	Workspaces int64 // in how many workspaces
 	// OldestAge is the age (now - created_at) of the oldest of them; 0
 	// when there are none.
 	OldestAge time.Duration
@@ -52,8 +53,10 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 		       coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
 		       (SELECT workspace_id FROM per_ws ORDER BY bytes DESC LIMIT 1),
 		       (SELECT coalesce(max(bytes), 0) FROM per_ws)::bigint,
-		       (SELECT coalesce(max(files), 0) FROM per_ws)::bigint
-		FROM waiting`, BacklogScanLimit).Scan(&b.Files, &b.Bytes, &ageSeconds, &fullest, &b.WorkspaceMaxBytes, &b.WorkspaceMaxFiles)
+		       (SELECT coalesce(max(files), 0) FROM per_ws)::bigint,
+		       (SELECT count(*) FROM per_ws)
+		FROM waiting`, BacklogScanLimit).Scan(&b.Files, &b.Bytes, &ageSeconds, &fullest, &b.WorkspaceMaxBytes, &b.WorkspaceMaxFiles,
+		&b.Workspaces)
 	if err != nil {
 		return Backlog{}, wrap("backlog", err)
 	}
@@ -65,4 +68,19 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 		b.FullestWorkspace = *fullest
 	}
 	return b, nil
+}
+
+// ExpireBucketFiles expires now every waiting file whose bytes are in the
+// bucket, on every workspace, and says how many: the dev server's start
+// (make run-s3), when the bucket is a new moto_server that holds none of
+// an earlier run's objects, so that the sweep removes those rows instead
+// of every pull failing on them until they expire. It acts for the
+// schedule, never for a caller.
+func (s *Store) ExpireBucketFiles(ctx context.Context) (int64, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE pending_uploads SET expires_at = now()
+		WHERE acked_at IS NULL AND expires_at > now() AND s3_key IS NOT NULL`)
+	if err != nil {
+		return 0, wrap("expire bucket files", err)
+	}
+	return tag.RowsAffected(), nil
 }

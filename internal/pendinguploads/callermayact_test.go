@@ -22,6 +22,7 @@ var scheduleOnly = map[string]string{
 	"sweepRowsAndObjects": "deletes acked or expired rows and their objects",
 	"sweepPresigned":      "deletes expired presigned uploads",
 	"Backlog":             "counts what waits, for the sweep's metrics",
+	"ExpireBucketFiles":   "expires the files of a dev server's earlier local bucket",
 }
 
 // sqlMethods are the calls that send a statement, and which argument is
