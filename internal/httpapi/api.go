@@ -286,8 +286,6 @@ func (a *API) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func (a *API) maxRequest() int64 { return a.MaxRequestBytes }
-
 func (a *API) requestTimeout() time.Duration {
 	if a.RequestTimeout > 0 {
 		return a.RequestTimeout

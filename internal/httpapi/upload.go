@@ -127,7 +127,7 @@ func fileCount(n int) error {
 // white space is 400, found at its first byte, so a long trailer is
 // refused without being read.
 func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxRequest()))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxRequestBytes))
 	err := dec.Decode(v)
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
@@ -139,7 +139,7 @@ func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errBodyTooLarge(a.maxRequest())
+			return errBodyTooLarge(a.MaxRequestBytes)
 		}
 		return errMalformedJSON
 	}

@@ -102,7 +102,6 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	if err != nil {
 		return nil, false, err // the staging objects stay, for a retry
 	}
-	s.notify(ctx, workspaceID, recs)
 	s.deleteStaging(ctx, workspaceID, uploadIDs, uploads)
 	return recs, false, nil
 }
@@ -168,6 +167,57 @@ func (s *Store) lookupPresigned(ctx context.Context, a *access, ids []uuid.UUID)
 		return nil, err
 	}
 	return out, nil
+}
+
+// The presigned uploads' rows (presigned_uploads): what a presign
+// declared, until a commit claims each (file_id names the file it became)
+// or it expires and the sweep deletes it (sweepPresigned).
+
+// presignedUpload is a presigned upload (a presigned_uploads row): what a
+// client was allowed to PUT.
+type presignedUpload struct {
+	UploadID    uuid.UUID
+	WorkspaceID uuid.UUID
+	Filename    string
+	Mimetype    string
+	SizeBytes   int64
+	SHA256      []byte // declared; nil when not
+	// FileID is the file a commit made of it; uuid.Nil while uncommitted.
+	FileID uuid.UUID
+	// PartBytes is the part size of a multipart upload; 0 for one PUT.
+	PartBytes int64
+	// S3UploadID is the bucket's id of a multipart upload, once started.
+	S3UploadID string
+	// PartSHA256 is each part's declared SHA-256; nil when not declared.
+	PartSHA256 [][]byte
+}
+
+func (p presignedUpload) committed() bool { return p.FileID != uuid.Nil }
+func (p presignedUpload) multipart() bool { return p.PartBytes > 0 }
+
+// partCount is how many parts of PartBytes the file takes.
+func (p presignedUpload) partCount() int {
+	return int((p.SizeBytes + p.PartBytes - 1) / p.PartBytes)
+}
+
+// partSize is the size of part n (from 1): PartBytes, the last shorter.
+func (p presignedUpload) partSize(n int) int64 {
+	return min(p.PartBytes, p.SizeBytes-int64(n-1)*p.PartBytes)
+}
+
+// contentType is what the object is stored as.
+func (p presignedUpload) contentType() string {
+	if p.Mimetype == "" {
+		return octetStream
+	}
+	return p.Mimetype
+}
+
+// stagingKey is where the upload's client puts the bytes, before a
+// commit places them under objects/ (objectKey). The bucket's lifecycle
+// rule removes staging objects that are never committed.
+func (p presignedUpload) stagingKey() string {
+	return fmt.Sprintf("staging/%s/%s", p.WorkspaceID, p.UploadID)
 }
 
 // committedBefore returns the files a commit of every one of ids stored
@@ -241,13 +291,13 @@ func (s *Store) copyAndMeasure(ctx context.Context, workspaceID uuid.UUID, ids [
 	g.SetLimit(copyConcurrency)
 	for i, id := range ids {
 		u, fid := uploads[id], uuid.New()
-		dst := objectKey(workspaceID, fid)
 		g.Go(func() error {
 			if u.multipart() {
 				if err := s.completeMultipart(gctx, u); err != nil {
 					return err
 				}
 			}
+			dst := objectKey(workspaceID, fid)
 			n, sum, err := s.bucket.CopyMeasured(gctx, u.stagingKey(), dst)
 			if errors.Is(err, ErrBlobNotFound) {
 				return &NotReceivedError{id, "no object"}

@@ -35,15 +35,14 @@
 // Fetch found (Fetched). Only the sweep's statements act without a
 // caller, for the schedule.
 //
-// Where to look, every file: store.go (Store, New, its Settings, the
-// staging key of presigned uploads), record.go (Record: a file without its bytes),
+// Where to look, every file: store.go (Store, New, its Settings), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), access.go (who may
 // act: access, the round trip it sends, the bearer tokens' SQL, the
 // condition callerMayAct, Verify), stage.go (Stage, top to bottom: its
 // records and object keys, the quota beside the INSERT it guards, the
 // INSERT Commit shares, the objects' cleanup), presign.go (Presign: its rows, its
 // multipart uploads, its signed PUTs), commit.go (Commit: the look-ups,
-// copies and claim), presigned.go (the presigned upload's type),
+// copies and claim, and the presigned upload's type and staging key),
 // multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,
 // Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
 // (Sweep, and the objects of rows that never committed), backlog.go

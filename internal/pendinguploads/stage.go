@@ -80,7 +80,6 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
 		return nil, err
 	}
-	s.notify(ctx, workspaceID, recs)
 	return recs, nil
 }
 
@@ -358,9 +357,9 @@ func deadlineOf(ctx context.Context) *time.Time {
 }
 
 // finish sends b, a staging round trip (Stage's or Commit's), for a's
-// caller and settles it:
-// the rows are stored, or nothing is, and then the objects written for
-// recs are deleted when that is certain. When the batch ran and stored
+// caller and settles it: the rows are stored, and the Notifier hears of
+// them (notify), or nothing is, and then the objects written for recs
+// are deleted when that is certain. When the batch ran and stored
 // nothing though the caller was allowed: a *QuotaError when q refused it,
 // else errClaimLost (Commit's claim could not take its uploads).
 func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *inserted, q *quota, recs []Record) error {
@@ -377,6 +376,7 @@ func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *insert
 	}
 	switch ins.n {
 	case len(recs):
+		s.notify(ctx, a.ws, recs)
 		return nil
 	case 0:
 		s.discard(ctx, recs)
@@ -470,7 +470,8 @@ func orphanMarker(objectKey string) string {
 // seconds of margin for it.
 const CleanupBudget = 2 * time.Second
 
-// notify tells the Notifier, if any, of recs (one workspace's).
+// notify tells the Notifier, if any, of recs (one workspace's), once
+// their transaction committed (finish).
 func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record) {
 	if s.Notifier == nil || len(recs) == 0 {
 		return

@@ -2,11 +2,9 @@ package pendinguploads
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -95,10 +93,3 @@ func (s *Store) HasBucket() bool { return s.bucket != nil }
 
 // FileCap is the per-file cap in force.
 func (s *Store) FileCap() int64 { return s.MaxFileBytes }
-
-// stagingKey is where a presigned upload's client puts the bytes, before
-// a commit places them under objects/. The bucket's lifecycle rule
-// removes staging objects that are never committed.
-func stagingKey(workspaceID, uploadID uuid.UUID) string {
-	return fmt.Sprintf("staging/%s/%s", workspaceID, uploadID)
-}
