@@ -260,6 +260,7 @@ func (a *App) newAPI(cfg config.Config, adminToken, linkKey string) (*httpapi.AP
 	}
 	api := httpapi.New(a.Store, authn)
 	api.MaxRequestBytes = cfg.MaxRequestBytes
+	api.MaxFileBytes = cfg.MaxFileBytes
 	api.RequestTimeout = cfg.RequestTimeout
 	api.Logger = a.Logger
 	api.Metrics = a.Metrics

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,13 +31,13 @@ func TestIdentify(t *testing.T) {
 	}
 	t.Run("Admin", func(t *testing.T) {
 		id, err := a.Identify(bearer(admin))
-		if err != nil || id.Kind != auth.Admin || !id.Trusted() {
+		if err != nil || id.Kind() != auth.Admin || !id.Trusted() {
 			t.Fatalf("got %+v, %v", id, err)
 		}
 	})
 	t.Run("Bearer", func(t *testing.T) {
 		id, err := a.Identify(bearer("pu_some-token"))
-		if err != nil || id.Kind != auth.Bearer || id.Trusted() || len(id.TokenHash()) != 32 {
+		if err != nil || id.Kind() != auth.Bearer || id.Trusted() || len(id.TokenHash()) != 32 {
 			t.Fatalf("got %+v, %v; want a Bearer identity with the token's SHA-256", id, err)
 		}
 	})
@@ -55,9 +56,10 @@ func TestIdentify(t *testing.T) {
 	})
 }
 
-// TestFoundIsANewIdentity: a look-up's verdict is a new identity beside
-// the presented one, which never changes; the request's context says
-// who it acts as, and hands a due stamp out once.
+// TestFoundIsANewIdentity: a look-up's verdict, recorded in the request's
+// context (the Found a Check hands the store), makes a new identity beside
+// the presented one, which never changes; the context says who the
+// request acts as, and hands a due stamp out once.
 func TestFoundIsANewIdentity(t *testing.T) {
 	presented := auth.TokenIdentity("pu_some-token")
 	ctx := auth.NewContext(context.Background(), presented)
@@ -65,14 +67,17 @@ func TestFoundIsANewIdentity(t *testing.T) {
 		t.Fatalf("before a look-up: got %+v, want the presented identity", got)
 	}
 	ws := uuid.New()
-	found := presented.Found(auth.Workspace, ws, "pu_some")
+	cred, err := presented.Check(ctx, &ws)
+	if err != nil || !cred.Bearer || cred.Found != auth.FoundIn(ctx) {
+		t.Fatalf("Check: got %+v, %v; want a Bearer credential recording into the request's context", cred, err)
+	}
 	stamped := 0
-	auth.RecordFound(ctx, found, func(context.Context) { stamped++ })
-	if presented.Kind != auth.Bearer || presented.TokenPrefix != "" {
+	*cred.Found = auth.Found{Kind: auth.Workspace, WorkspaceID: ws, TokenPrefix: "pu_some", Stamp: func(context.Context) { stamped++ }}
+	if presented.Kind() != auth.Bearer || presented.TokenPrefix() != "" {
 		t.Fatalf("presented identity changed: %+v", presented)
 	}
-	if got := auth.FromContext(ctx); got != found || got.Kind != auth.Workspace || got.WorkspaceID != ws ||
-		string(got.TokenHash()) != string(presented.TokenHash()) {
+	if got := auth.FromContext(ctx); got == presented || got.Kind() != auth.Workspace || got.WorkspaceID() != ws ||
+		got.TokenPrefix() != "pu_some" || string(got.TokenHash()) != string(presented.TokenHash()) || got.Trusted() {
 		t.Fatalf("after a look-up: got %+v, want the found identity with the token's hash", got)
 	}
 	for range 2 {
@@ -85,9 +90,50 @@ func TestFoundIsANewIdentity(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesBeforeIO: what no function of auth made (nil, the zero
+// Identity), a found identity without a token's hash, and a workspace
+// token's identity for another workspace are refused by Check, which
+// does no I/O; a Bearer without a request's record still gets one of its
+// own.
+func TestCheckRefusesBeforeIO(t *testing.T) {
+	mine, other := uuid.New(), uuid.New()
+	for name, c := range map[string]struct {
+		id   *auth.Identity
+		want error
+	}{
+		"Nil":               {nil, auth.ErrInvalid},
+		"Zero":              {&auth.Identity{}, auth.ErrInvalid},
+		"OrgWithoutHash":    {auth.AdminIdentity().Found(auth.Org, uuid.Nil, "p"), auth.ErrInvalid},
+		"WorkspaceMismatch": {auth.TokenIdentity("t").Found(auth.Workspace, mine, "p"), auth.ErrNotAllowed},
+	} {
+		if _, err := c.id.Check(context.Background(), &other); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", name, err, c.want)
+		}
+	}
+	if c, err := auth.TokenIdentity("t").Check(context.Background(), nil); err != nil || !c.Bearer || c.Found == nil || len(c.TokenHash) != 32 {
+		t.Errorf("Bearer: got %+v, %v", c, err)
+	}
+	if c, err := auth.AdminIdentity().Check(context.Background(), &other); err != nil || !c.Trusted || c.TokenHash != nil {
+		t.Errorf("Admin: got %+v, %v", c, err)
+	}
+}
+
+// TestIdentityFieldsUnexported: no package but auth can assemble an
+// Identity (other than the zero value, which Check refuses): a
+// hand-built org identity without a token's hash, or an admin one, does
+// not compile outside auth.
+func TestIdentityFieldsUnexported(t *testing.T) {
+	typ := reflect.TypeFor[auth.Identity]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			t.Errorf("auth.Identity.%s is exported: another package can assemble an identity", f.Name)
+		}
+	}
+}
+
 // TestTrustedOnlyWhenSettled: only the identities auth makes for the
-// admin and a session are trusted; the same kinds assembled by hand, the
-// zero Identity and nil are not.
+// admin and a session are trusted; the zero Identity (all another package
+// can assemble), nil, and identities found from a bearer are not.
 func TestTrustedOnlyWhenSettled(t *testing.T) {
 	a, err := auth.NewAuthenticator(admin)
 	if err != nil {
@@ -103,8 +149,6 @@ func TestTrustedOnlyWhenSettled(t *testing.T) {
 	}{
 		"AdminIdentity":     {auth.AdminIdentity(), true},
 		"IdentifiedAdmin":   {fromAdmin, true},
-		"AdminByHand":       {&auth.Identity{Kind: auth.Admin, TokenPrefix: "admin"}, false},
-		"SessionByHand":     {&auth.Identity{Kind: auth.Session, UserID: "u"}, false},
 		"Zero":              {&auth.Identity{}, false},
 		"Nil":               {nil, false},
 		"Bearer":            {auth.TokenIdentity("t"), false},

@@ -104,7 +104,7 @@ func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Identity{Kind: Session, UserID: userID, settled: true}, nil
+	return &Identity{kind: Session, userID: userID, settled: true}, nil
 }
 
 // sameSite reports whether a cookie-carrying request came from one of

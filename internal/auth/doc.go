@@ -15,9 +15,14 @@
 // database: the admin and a session are settled there; any other bearer
 // is a Bearer identity whose token the store looks up later, in the round
 // trip of the call that serves the request (the token SQL is the store's:
-// internal/pendinguploads/access.go), or on its own by Store.Verify; the
-// identity found is a new value (Identity.Found), recorded beside the
-// presented one in the request's context (RecordFound). auth holds no SQL
+// internal/pendinguploads/access.go), or on its own by Store.Verify. The
+// store reads an identity only through Identity.Check, which refuses
+// before any I/O what can act on no workspace (nil, the zero Identity,
+// a token-backed one without its hash, a workspace token's for another
+// workspace) and hands the store the request's record of the look-up
+// (Found), which it fills in; the identity found is then a new value
+// beside the presented one (FromContext). Identity's fields are
+// unexported: no other package can assemble one. auth holds no SQL
 // and asks no database. Sessions do ask the control plane over HTTP: that
 // check is who the caller is, settled before any store call, and its
 // verdict cache lives with it. Only SHA-256 digests of tokens are stored

@@ -3,7 +3,8 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
-	"sync"
+	"fmt"
+	"log/slog"
 
 	"github.com/google/uuid"
 )
@@ -46,136 +47,222 @@ func (k Kind) String() string {
 }
 
 // Identity is who one request acts as. Authenticator.Identify makes it
-// from what the request presents; the look-up of a bearer token makes
-// another (Found). An Identity is never changed once made, and so is safe
-// for concurrent use.
+// from what the request presents, AdminIdentity and TokenIdentity for
+// programs without a request, Found from a bearer's: its fields are
+// unexported, so no other package can assemble one, and the zero value
+// (or nil) names no credential and is refused by Check before any I/O.
+// An Identity is never changed once made, and so is safe for concurrent
+// use.
 type Identity struct {
-	Kind Kind
-	// TokenPrefix is a token's first characters, safe to log: set for the
-	// admin ("admin") and once a bearer was found.
-	TokenPrefix string
-	// WorkspaceID is a workspace token's workspace.
-	WorkspaceID uuid.UUID
-	// UserID is a session's user, as the control plane named it.
-	UserID string
+	kind Kind
+	// tokenPrefix is a token's first characters, safe to log: set for the
+	// admin ("admin") and for a bearer found.
+	tokenPrefix string
+	// workspaceID is a workspace token's workspace.
+	workspaceID uuid.UUID
+	// userID is a session's user, as the control plane named it.
+	userID string
 
 	hash []byte // a bearer's SHA-256
 	// settled is set only here, by AdminIdentity and Identify's session:
-	// an Identity assembled elsewhere, whatever its Kind, is never
-	// trusted (see Trusted).
+	// an Identity of a trusted kind not made so is never trusted (see
+	// Trusted).
 	settled bool
 }
 
 // AdminIdentity is the admin's identity, for programs that act with the
 // platform's authority without a request (tests, tools).
-func AdminIdentity() *Identity { return &Identity{Kind: Admin, TokenPrefix: "admin", settled: true} }
+func AdminIdentity() *Identity { return &Identity{kind: Admin, tokenPrefix: "admin", settled: true} }
 
 // TokenIdentity is the identity of a bearer token still to be looked up
 // (Kind Bearer).
 func TokenIdentity(token string) *Identity {
 	sum := sha256.Sum256([]byte(token))
-	return &Identity{Kind: Bearer, hash: sum[:]}
+	return &Identity{kind: Bearer, hash: sum[:]}
+}
+
+// Kind is the kind of credential id presents (0 for nil).
+func (id *Identity) Kind() Kind {
+	if id == nil {
+		return 0
+	}
+	return id.kind
+}
+
+// TokenPrefix is a token's first characters, safe to log: the admin's
+// ("admin") and a found bearer's; "" otherwise.
+func (id *Identity) TokenPrefix() string {
+	if id == nil {
+		return ""
+	}
+	return id.tokenPrefix
+}
+
+// WorkspaceID is a workspace token's workspace (uuid.Nil for any other).
+func (id *Identity) WorkspaceID() uuid.UUID {
+	if id == nil {
+		return uuid.Nil
+	}
+	return id.workspaceID
+}
+
+// UserID is a session's user, as the control plane named it.
+func (id *Identity) UserID() string {
+	if id == nil {
+		return ""
+	}
+	return id.userID
 }
 
 // TokenHash is a bearer's SHA-256 (the stored form of its token), nil for
 // an identity without a bearer (a session).
-func (id *Identity) TokenHash() []byte { return id.hash }
+func (id *Identity) TokenHash() []byte {
+	if id == nil {
+		return nil
+	}
+	return id.hash
+}
 
 // Found is the identity of id's bearer token as its look-up found it: a
 // new identity of kind (Workspace or Org), on workspaceID (a workspace
 // token's), named by the token's prefix, with id's hash. id is unchanged.
 func (id *Identity) Found(kind Kind, workspaceID uuid.UUID, prefix string) *Identity {
-	return &Identity{Kind: kind, TokenPrefix: prefix, WorkspaceID: workspaceID, hash: id.hash}
+	return &Identity{kind: kind, tokenPrefix: prefix, workspaceID: workspaceID, hash: id.TokenHash()}
 }
 
 // Trusted reports whether the identity was settled outside the database
 // (the admin, a session) by this package (AdminIdentity, Identify) and
 // may act on every workspace: its calls carry no token check. A nil
-// Identity, or one assembled outside this package, is never trusted,
-// whatever its Kind.
+// Identity, or one not made so, is never trusted, whatever its Kind.
 func (id *Identity) Trusted() bool {
-	return id != nil && id.settled && (id.Kind == Admin || id.Kind == Session)
+	return id != nil && id.settled && (id.kind == Admin || id.kind == Session)
 }
 
 // LogAttrs are the identity's log fields: the credential's kind and its
 // safe name (a token's prefix, a session's user id); never a secret.
 func (id *Identity) LogAttrs() []any {
-	attrs := []any{"credential", id.Kind.String()}
-	if id.TokenPrefix != "" {
-		attrs = append(attrs, "token_prefix", id.TokenPrefix)
+	attrs := []any{"credential", id.Kind().String()}
+	if p := id.TokenPrefix(); p != "" {
+		attrs = append(attrs, "token_prefix", p)
 	}
-	if id.UserID != "" {
-		attrs = append(attrs, "user_id", id.UserID)
+	if u := id.UserID(); u != "" {
+		attrs = append(attrs, "user_id", u)
 	}
 	return attrs
 }
 
+// LogValue logs a Kind by its name (slog.LogValuer).
+func (k Kind) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
+// Credential is an identity as a store's check of it reads it (Check): in
+// plain values, which cannot be handed back as an Identity.
+type Credential struct {
+	// Trusted: settled outside the database (Identity.Trusted); no token
+	// to check, TokenHash nil.
+	Trusted bool
+	// Bearer: a token still to be looked up (Kind Bearer); Found is
+	// where its look-up records what it found.
+	Bearer bool
+	// TokenHash is the token's SHA-256 (32 bytes) when not Trusted.
+	TokenHash []byte
+	// Found is, for a Bearer, the request's record of its look-up (the
+	// one NewContext put in the context; without one, a record of this
+	// call alone): the store fills it in.
+	Found *Found
+}
+
+// Check returns what a store needs to check id on a call that names
+// workspace ws (nil: a call that names none), refusing before any I/O
+// what can act on no workspace whatever the database says: nil, an
+// identity no function here made (a kind that names no credential, a
+// trusted kind not settled here), a token-backed one without its token's
+// hash (ErrInvalid); and a workspace token's identity for another
+// workspace (ErrNotAllowed).
+func (id *Identity) Check(ctx context.Context, ws *uuid.UUID) (Credential, error) {
+	switch {
+	case id == nil:
+		return Credential{}, fmt.Errorf("%w: no identity", ErrInvalid)
+	case id.Trusted():
+		return Credential{Trusted: true}, nil
+	case id.kind != Bearer && id.kind != Workspace && id.kind != Org:
+		return Credential{}, fmt.Errorf("%w: a %s identity not settled by auth", ErrInvalid, id.kind)
+	case len(id.hash) != sha256.Size:
+		return Credential{}, fmt.Errorf("%w: a %s identity without its token's hash", ErrInvalid, id.kind)
+	case id.kind == Workspace && ws != nil && id.workspaceID != *ws:
+		return Credential{}, ErrNotAllowed
+	}
+	c := Credential{Bearer: id.kind == Bearer, TokenHash: id.hash}
+	if c.Bearer {
+		c.Found = &Found{}
+		if rec, _ := ctx.Value(ctxKey{}).(*caller); rec != nil {
+			c.Found = &rec.found
+		}
+	}
+	return c, nil
+}
+
+// Found is what a store's look-up of a bearer found (Credential.Found): a
+// live token of Kind (Workspace or Org), on WorkspaceID (a workspace
+// token's), named TokenPrefix; Kind 0 while none was found. Stamp, when
+// set, stamps the token's last_used_at once the request is answered
+// (TakeStamp). One request's, written and read by its goroutine.
+type Found struct {
+	Kind        Kind
+	WorkspaceID uuid.UUID
+	TokenPrefix string
+	Stamp       func(context.Context)
+}
+
 // A request's context carries who the request acts as (NewContext): the
-// identity it presented and, once the store looked a bearer up, the
-// identity found, with the stamp of the token's last_used_at when one is
-// due. The presented identity is never changed; the one found is a new
-// value beside it.
+// identity it presented and the record of its bearer's look-up (Found),
+// which the store writes (Check hands it over). The presented identity is
+// never changed.
 type ctxKey struct{}
 
 // caller is a request's record of who it acts as.
 type caller struct {
 	presented *Identity
-
-	mu    sync.Mutex
-	found *Identity
-	stamp func(context.Context)
+	found     Found
 }
 
 // NewContext returns ctx carrying id as the identity its request
-// presented.
+// presented, and a record for the look-up of its bearer (FoundIn).
 func NewContext(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, ctxKey{}, &caller{presented: id})
 }
 
+// FoundIn is the record of the look-up of the bearer of ctx's request
+// (NewContext's), which a store call fills in: nil without one.
+func FoundIn(ctx context.Context) *Found {
+	if c, _ := ctx.Value(ctxKey{}).(*caller); c != nil {
+		return &c.found
+	}
+	return nil
+}
+
 // FromContext returns who the request of ctx acts as: the identity a
-// look-up found (RecordFound), else the one NewContext put there; nil
-// without one. Its Kind is Bearer only while no look-up has run.
+// look-up found (a new value, Found), else the one NewContext put there;
+// nil without one. Its Kind is Bearer only while no look-up found a live
+// token.
 func FromContext(ctx context.Context) *Identity {
 	c, _ := ctx.Value(ctxKey{}).(*caller)
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.found != nil {
-		return c.found
+	if c.found.Kind != 0 {
+		return c.presented.Found(c.found.Kind, c.found.WorkspaceID, c.found.TokenPrefix)
 	}
 	return c.presented
 }
 
-// RecordFound records, in a context NewContext made, the identity the
-// look-up of the request's bearer found (refused or not), and stamp, the
-// stamp of its token's last_used_at when one is due (nil: none), to run
-// once the request is answered (TakeStamp). Without such a context it does
-// nothing.
-func RecordFound(ctx context.Context, found *Identity, stamp func(context.Context)) {
-	c, _ := ctx.Value(ctxKey{}).(*caller)
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.found = found
-	if stamp != nil {
-		c.stamp = stamp
-	}
-}
-
-// TakeStamp returns the stamp RecordFound recorded in ctx, once (nil:
-// none due).
+// TakeStamp returns the stamp a look-up recorded in ctx, once (nil: none
+// due).
 func TakeStamp(ctx context.Context) func(context.Context) {
 	c, _ := ctx.Value(ctxKey{}).(*caller)
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	stamp := c.stamp
-	c.stamp = nil
+	stamp := c.found.Stamp
+	c.found.Stamp = nil
 	return stamp
 }

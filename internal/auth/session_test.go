@@ -47,7 +47,7 @@ func TestSessions(t *testing.T) {
 		before := cp.Calls()
 		for range 3 {
 			id, err := a.Identify(cookieRequest("theme=dark; "+cptest.CookieName+"=member", canvas, "same-site"))
-			if err != nil || id.Kind != auth.Session || id.UserID != "user-1" || !id.Trusted() {
+			if err != nil || id.Kind() != auth.Session || id.UserID() != "user-1" || !id.Trusted() {
 				t.Fatalf("got %+v, %v", id, err)
 			}
 		}
@@ -130,7 +130,7 @@ func TestSessions(t *testing.T) {
 	t.Run("BearerFirst", func(t *testing.T) {
 		r := cookieRequest(member, canvas, "")
 		r.Header.Set("Authorization", "Bearer "+admin)
-		if id, err := a.Identify(r); err != nil || id.Kind != auth.Admin {
+		if id, err := a.Identify(r); err != nil || id.Kind() != auth.Admin {
 			t.Fatalf("bearer and cookie: got %+v, %v, want the admin", id, err)
 		}
 	})

@@ -9,16 +9,16 @@ import (
 )
 
 // ack is POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack.
-func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.pathFileIDs(r)
+func (a *API) ack(w http.ResponseWriter, r *http.Request, c call) error {
+	file, err := pathFileID(r)
 	if err != nil {
 		return err
 	}
-	res, err := a.store.Ack(r.Context(), id, ws, file)
+	res, err := a.store.Ack(r.Context(), c.id, c.ws, file)
 	if err != nil {
 		return err
 	}
-	args := append([]any{"workspace_id", ws, "file_id", file}, callerAttrs(r)...)
+	args := append([]any{"workspace_id", c.ws, "file_id", file}, c.logAttrs()...)
 	switch res {
 	case pendinguploads.Acked:
 		a.logger().Info("acked", args...)

@@ -35,7 +35,7 @@ import (
 )
 
 // The request deadline of API.md. The caps are limits' and the
-// configuration's; the per-file cap is the store's (FileCap).
+// configuration's (API.MaxRequestBytes, API.MaxFileBytes).
 const (
 	// RequestDeadline is the default of API.RequestTimeout
 	// (REQUEST_TIMEOUT), which bounds every request's calls to its
@@ -59,6 +59,10 @@ type API struct {
 
 	// MaxRequestBytes caps an upload's body (MAX_REQUEST_BYTES).
 	MaxRequestBytes int64
+	// MaxFileBytes is the per-file cap (MAX_FILE_BYTES), the store's
+	// (pendinguploads.Store.FileCap): a larger file is refused while its
+	// part is read, before the store is called.
+	MaxFileBytes int64
 	// RequestTimeout bounds each request's calls to its dependencies
 	// (REQUEST_TIMEOUT; 0: RequestDeadline), but a commit's copies.
 	RequestTimeout time.Duration
@@ -105,14 +109,18 @@ func (a *API) Handler(routes ...Route) http.Handler {
 // Mux returns every route behind front, for the dev server and tests.
 func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 
-// serve runs rt's handler, answers the error it returns, and stamps the
-// caller's token when its look-up said a stamp is due (at most once a
-// minute: the one extra round trip, and a rare one).
+// serve runs rt's handler with the request's call (callOf), answers the
+// error it returns, and stamps the caller's token when its look-up said
+// a stamp is due (at most once a minute: the one extra round trip, and a
+// rare one).
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := rt.checkQuery(r.URL.RawQuery)
 		if err == nil {
-			err = rt.handle(a, w, r)
+			var c call
+			if c, err = callOf(rt, r); err == nil {
+				err = rt.handle(a, w, r, c)
+			}
 		}
 		if err != nil {
 			a.fail(w, r, a.verifyBeforeRefusal(r, err))
@@ -239,15 +247,6 @@ func withoutRequestDeadline(ctx context.Context) context.Context {
 	return ctx
 }
 
-// callerAttrs are the log fields of who r acts as: once a store call
-// looked its bearer up, the identity found (auth.FromContext).
-func callerAttrs(r *http.Request) []any {
-	if id := auth.FromContext(r.Context()); id != nil {
-		return id.LogAttrs()
-	}
-	return nil
-}
-
 // matchPath reports whether an (escaped) request path has the segments of
 // a route's pattern: literal segments equal, each {wildcard} non-empty.
 func matchPath(pattern, p string) bool {
@@ -287,8 +286,6 @@ func (a *API) logger() *slog.Logger {
 	return slog.Default()
 }
 
-func (a *API) maxRequest() int64 { return a.MaxRequestBytes }
-
 func (a *API) requestTimeout() time.Duration {
 	if a.RequestTimeout > 0 {
 		return a.RequestTimeout
@@ -296,34 +293,60 @@ func (a *API) requestTimeout() time.Duration {
 	return RequestDeadline
 }
 
-// pathIDs returns the workspace a route's path names and who the request
-// acts for (front identified it). A bearer token is checked by the store
-// call that serves the request, in its own round trip; a refusal given
+// call is what serve hands a route's handler (callOf): who the request
+// acts as, as front identified it, and the workspace its path names; the
+// zero call for a public route, which takes no credential. A bearer
+// token is checked by the store call that serves the request, in its own
+// round trip, which records what it found in found; a refusal given
 // before any such call checks it first (verifyBeforeRefusal), so an
 // unauthenticated caller learns nothing, not even whether its path
 // parses.
-func (a *API) pathIDs(r *http.Request) (uuid.UUID, *auth.Identity, error) {
-	id := auth.FromContext(r.Context())
-	if id == nil {
-		return uuid.Nil, nil, errors.New("route served without an identity")
-	}
-	ws, err := uuid.Parse(r.PathValue("workspaceId"))
-	if err != nil {
-		return uuid.Nil, nil, errBadWorkspaceID
-	}
-	return ws, id, nil
+type call struct {
+	id    *auth.Identity // as presented
+	ws    uuid.UUID      // the path's {workspaceId}
+	found *auth.Found    // the request's record of its bearer's look-up (auth.FoundIn)
+	attrs []any          // id's log fields (auth.Identity.LogAttrs)
 }
 
-// pathFileIDs is pathIDs for a route that names a file, and parses its
-// {fileId}.
-func (a *API) pathFileIDs(r *http.Request) (ws uuid.UUID, id *auth.Identity, file uuid.UUID, err error) {
-	if ws, id, err = a.pathIDs(r); err != nil {
-		return uuid.Nil, nil, uuid.Nil, err
+// callOf reads, once, the call of r for rt's handler: its identity (front
+// put it in the context) and the {workspaceId} of its path
+// (errBadWorkspaceID when that is not a UUID). A public route's call is
+// zero: its handler reads its own path.
+func callOf(rt Route, r *http.Request) (call, error) {
+	if rt.Public {
+		return call{}, nil
 	}
-	if file, err = uuid.Parse(r.PathValue("fileId")); err != nil {
-		return uuid.Nil, nil, uuid.Nil, errBadFileID
+	id := auth.FromContext(r.Context())
+	if id == nil {
+		return call{}, errors.New("route served without an identity")
 	}
-	return ws, id, file, nil
+	c := call{id: id, found: auth.FoundIn(r.Context()), attrs: id.LogAttrs()}
+	ws, err := uuid.Parse(r.PathValue("workspaceId"))
+	if err != nil {
+		return call{}, errBadWorkspaceID
+	}
+	c.ws = ws
+	return c, nil
+}
+
+// logAttrs are the log fields of who the call acts as: once a store call
+// looked its bearer up, the token found (its kind and prefix, as
+// auth.Identity.LogAttrs names a found identity's), else the presented
+// identity's.
+func (c call) logAttrs() []any {
+	if c.found != nil && c.found.Kind != 0 {
+		return []any{"credential", c.found.Kind, "token_prefix", c.found.TokenPrefix}
+	}
+	return c.attrs
+}
+
+// pathFileID is the {fileId} of a route that names a file.
+func pathFileID(r *http.Request) (uuid.UUID, error) {
+	file, err := uuid.Parse(r.PathValue("fileId"))
+	if err != nil {
+		return uuid.Nil, errBadFileID
+	}
+	return file, nil
 }
 
 // verifyBeforeRefusal returns the answer to give for refusal, an error of a request
@@ -335,7 +358,7 @@ func (a *API) pathFileIDs(r *http.Request) (ws uuid.UUID, id *auth.Identity, fil
 // true answer.)
 func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
 	id := auth.FromContext(r.Context())
-	if id == nil || id.Kind != auth.Bearer {
+	if id.Kind() != auth.Bearer {
 		return refusal
 	}
 	e := a.answerFor(refusal)
@@ -348,7 +371,7 @@ func (a *API) verifyBeforeRefusal(r *http.Request, refusal error) error {
 	if v, err := uuid.Parse(r.PathValue("workspaceId")); err == nil {
 		ws = &v
 	}
-	if _, err := a.store.Verify(ctx, id, ws); err != nil {
+	if err := a.store.Verify(ctx, id, ws); err != nil {
 		return fmt.Errorf("before %q: %w", e.Message, err)
 	}
 	return refusal

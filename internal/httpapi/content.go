@@ -20,8 +20,8 @@ import (
 // content is GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content,
 // for the caller front identified: the file's bytes (sendFile); with
 // ?redirect=1, a bucket-held file's clients go to S3.
-func (a *API) content(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.pathFileIDs(r)
+func (a *API) content(w http.ResponseWriter, r *http.Request, c call) error {
+	file, err := pathFileID(r)
 	if err != nil {
 		return err
 	}
@@ -29,8 +29,8 @@ func (a *API) content(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.sendFile(w, r, "body", redirect, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
-		return a.store.Fetch(ctx, id, ws, file, want)
+	return a.sendFile(w, r, c, "body", redirect, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
+		return a.store.Fetch(ctx, c.id, c.ws, file, want)
 	})
 }
 
@@ -46,7 +46,7 @@ type fetchFunc func(ctx context.Context, want pendinguploads.Want) (pendinguploa
 // after it is aborted, never finished short: the bytes sent always match
 // the headers. via names the door in the fetched log line ("body", or a
 // download link's "link").
-func (a *API) sendFile(w http.ResponseWriter, r *http.Request, via string, redirect bool, fetch fetchFunc) error {
+func (a *API) sendFile(w http.ResponseWriter, r *http.Request, c call, via string, redirect bool, fetch fetchFunc) error {
 	ctx := r.Context()
 	rng := parseRange(r.Header.Get("Range"))
 	rec, err := fetch(ctx, pendinguploads.Want{From: rng.from(), Redirect: redirect})
@@ -63,7 +63,7 @@ func (a *API) sendFile(w http.ResponseWriter, r *http.Request, via string, redir
 	disposition := sanitize.ContentDisposition(rec.Filename)
 
 	if redirect {
-		if sent, err := a.redirectToBucket(w, r, rec, disposition, ctype); sent || err != nil {
+		if sent, err := a.redirectToBucket(w, r, c, rec, disposition, ctype); sent || err != nil {
 			return err
 		}
 	}
@@ -100,7 +100,7 @@ func (a *API) sendFile(w http.ResponseWriter, r *http.Request, via string, redir
 			"filename", rec.Filename, "sent", sent, "want", n, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	a.fetched(r, rec.Record, via, n)
+	a.fetched(c, rec.Record, via, n)
 	return nil
 }
 
@@ -122,12 +122,12 @@ func copyBody(w io.Writer, body pendinguploads.Body, n int64, scancel context.Ca
 // redirectToBucket answers a ?redirect=1 fetch of rec with a redirect to
 // a signed GET of its object, and reports whether it did (false: the
 // file is not in the bucket, and its bytes are sent instead).
-func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, rec pendinguploads.Fetched, disposition, ctype string) (bool, error) {
+func (a *API) redirectToBucket(w http.ResponseWriter, r *http.Request, c call, rec pendinguploads.Fetched, disposition, ctype string) (bool, error) {
 	url, ok, err := a.store.SignGet(r.Context(), rec, disposition, ctype)
 	if err != nil || !ok {
 		return false, err
 	}
-	a.fetched(r, rec.Record, "redirect", rec.SizeBytes)
+	a.fetched(c, rec.Record, "redirect", rec.SizeBytes)
 	h := w.Header()
 	h.Set("Location", url)
 	h.Set("Cache-Control", "private, no-store")
@@ -302,8 +302,8 @@ func (b byteRange) resolve(size int64) (off, n int64, status int) {
 }
 
 // fetched logs and counts a fetch (fetched_at is stamped by Fetch).
-func (a *API) fetched(r *http.Request, rec pendinguploads.Record, via string, sent int64) {
+func (a *API) fetched(c call, rec pendinguploads.Record, via string, sent int64) {
 	a.logger().Info("fetched", append([]any{"via", via, "workspace_id", rec.WorkspaceID, "file_id", rec.FileID,
-		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, callerAttrs(r)...)...)
+		"size", rec.SizeBytes, "sent", sent, "filename", rec.Filename}, c.logAttrs()...)...)
 	a.Metrics.Count(metrics.Fetched, nil, 1, nil)
 }

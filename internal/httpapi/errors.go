@@ -154,7 +154,7 @@ func (a *API) answerFor(err error) *Error {
 		}
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return errBodyTooLarge(a.maxRequest())
+		return errBodyTooLarge(a.MaxRequestBytes)
 	}
 	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); ok {
 		return errNotReceived(nr.UploadID.String())

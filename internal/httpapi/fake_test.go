@@ -117,45 +117,44 @@ func (s *fakeStore) filesOf(ws uuid.UUID) int {
 }
 
 // enter records a call of method acting for id on ws and checks id as
-// the real store does (a trusted identity passes; a bearer passes on its
-// own workspace, recording the identity found in ctx), then answers
-// fail[method]. The caller holds no lock; enter returns holding it.
-func (s *fakeStore) enter(ctx context.Context, method string, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error) {
+// the real store does (auth's check first; a trusted identity passes; a
+// bearer passes on its own workspace, recording what its look-up found
+// in the record auth's check hands over), then answers fail[method]. The
+// caller holds no lock; enter returns holding it.
+func (s *fakeStore) enter(ctx context.Context, method string, id *auth.Identity, ws *uuid.UUID) error {
 	s.mu.Lock()
 	call := fakeCall{method: method}
 	if ws != nil {
 		call.ws = *ws
 	}
 	s.calls = append(s.calls, call)
-	if id == nil {
-		return nil, auth.ErrInvalid
+	cred, err := id.Check(ctx, ws)
+	if err != nil {
+		return err
 	}
-	if !id.Trusted() {
-		own, ok := s.tokens[hex.EncodeToString(id.TokenHash())]
+	if !cred.Trusted {
+		own, ok := s.tokens[hex.EncodeToString(cred.TokenHash)]
 		if !ok {
-			return nil, auth.ErrInvalid
+			return auth.ErrInvalid
 		}
-		found := id.Found(auth.Workspace, own, "fake")
-		auth.RecordFound(ctx, found, nil)
+		if cred.Found != nil {
+			*cred.Found = auth.Found{Kind: auth.Workspace, WorkspaceID: own, TokenPrefix: "fake"}
+		}
 		if ws != nil && *ws != own {
-			return nil, auth.ErrNotAllowed
+			return auth.ErrNotAllowed
 		}
-		id = found
 	}
-	if err := s.fail[method]; err != nil {
-		return nil, err
-	}
-	return id, nil
+	return s.fail[method]
 }
 
-func (s *fakeStore) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error) {
+func (s *fakeStore) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error {
 	defer s.mu.Unlock()
 	return s.enter(ctx, "Verify", id, ws)
 }
 
 func (s *fakeStore) Stage(ctx context.Context, id *auth.Identity, ws uuid.UUID, files []pendinguploads.File) ([]pendinguploads.Record, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Stage", id, &ws); err != nil {
+	if err := s.enter(ctx, "Stage", id, &ws); err != nil {
 		return nil, err
 	}
 	recs := make([]pendinguploads.Record, len(files))
@@ -177,7 +176,7 @@ func (s *fakeStore) add(ws uuid.UUID, name, mimetype string, sum, content []byte
 
 func (s *fakeStore) Presign(ctx context.Context, id *auth.Identity, ws uuid.UUID, files []pendinguploads.Declared) ([]pendinguploads.PresignedPut, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Presign", id, &ws); err != nil {
+	if err := s.enter(ctx, "Presign", id, &ws); err != nil {
 		return nil, err
 	}
 	if !s.bucket {
@@ -207,7 +206,7 @@ func (s *fakeStore) put(u uuid.UUID, f pendinguploads.Declared) pendinguploads.P
 
 func (s *fakeStore) Commit(ctx context.Context, id *auth.Identity, ws uuid.UUID, ids []uuid.UUID) ([]pendinguploads.Record, bool, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Commit", id, &ws); err != nil {
+	if err := s.enter(ctx, "Commit", id, &ws); err != nil {
 		return nil, false, err
 	}
 	recs := make([]pendinguploads.Record, len(ids))
@@ -233,7 +232,7 @@ func (s *fakeStore) upload(ws, u uuid.UUID) (fakeUpload, error) {
 
 func (s *fakeStore) Resume(ctx context.Context, id *auth.Identity, ws, u uuid.UUID) (pendinguploads.PresignedPut, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Resume", id, &ws); err != nil {
+	if err := s.enter(ctx, "Resume", id, &ws); err != nil {
 		return pendinguploads.PresignedPut{}, err
 	}
 	up, err := s.upload(ws, u)
@@ -248,7 +247,7 @@ func (s *fakeStore) Resume(ctx context.Context, id *auth.Identity, ws, u uuid.UU
 
 func (s *fakeStore) Abort(ctx context.Context, id *auth.Identity, ws, u uuid.UUID) error {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Abort", id, &ws); err != nil {
+	if err := s.enter(ctx, "Abort", id, &ws); err != nil {
 		return err
 	}
 	if _, err := s.upload(ws, u); err != nil {
@@ -260,7 +259,7 @@ func (s *fakeStore) Abort(ctx context.Context, id *auth.Identity, ws, u uuid.UUI
 
 func (s *fakeStore) List(ctx context.Context, id *auth.Identity, ws uuid.UUID, limit int, after *pendinguploads.Cursor) ([]pendinguploads.Record, *pendinguploads.Cursor, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "List", id, &ws); err != nil {
+	if err := s.enter(ctx, "List", id, &ws); err != nil {
 		return nil, nil, err
 	}
 	key := func(r pendinguploads.Record) pendinguploads.Cursor {
@@ -300,7 +299,7 @@ func (s *fakeStore) file(ws, fileID uuid.UUID) (*fakeFile, error) {
 
 func (s *fakeStore) Fetch(ctx context.Context, id *auth.Identity, ws, fileID uuid.UUID, want pendinguploads.Want) (pendinguploads.Fetched, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Fetch", id, &ws); err != nil {
+	if err := s.enter(ctx, "Fetch", id, &ws); err != nil {
 		return pendinguploads.Fetched{}, err
 	}
 	f, err := s.file(ws, fileID)
@@ -324,7 +323,7 @@ func (s *fakeStore) FetchLinked(ctx context.Context, link downloadlink.Verified,
 
 func (s *fakeStore) Open(ctx context.Context, r pendinguploads.Fetched, off, n int64) (pendinguploads.Body, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Open", auth.AdminIdentity(), &r.WorkspaceID); err != nil {
+	if err := s.enter(ctx, "Open", auth.AdminIdentity(), &r.WorkspaceID); err != nil {
 		return pendinguploads.Body{}, err
 	}
 	f, err := s.file(r.WorkspaceID, r.FileID)
@@ -336,7 +335,7 @@ func (s *fakeStore) Open(ctx context.Context, r pendinguploads.Fetched, off, n i
 
 func (s *fakeStore) SignGet(ctx context.Context, r pendinguploads.Fetched, disposition, contentType string) (string, bool, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "SignGet", auth.AdminIdentity(), &r.WorkspaceID); err != nil {
+	if err := s.enter(ctx, "SignGet", auth.AdminIdentity(), &r.WorkspaceID); err != nil {
 		return "", false, err
 	}
 	f, err := s.file(r.WorkspaceID, r.FileID)
@@ -348,7 +347,7 @@ func (s *fakeStore) SignGet(ctx context.Context, r pendinguploads.Fetched, dispo
 
 func (s *fakeStore) Ack(ctx context.Context, id *auth.Identity, ws, fileID uuid.UUID) (pendinguploads.AckResult, error) {
 	defer s.mu.Unlock()
-	if _, err := s.enter(ctx, "Ack", id, &ws); err != nil {
+	if err := s.enter(ctx, "Ack", id, &ws); err != nil {
 		return 0, err
 	}
 	f, err := s.file(ws, fileID)
@@ -395,6 +394,7 @@ func newFakeServer(t *testing.T, opts fakeOptions) *fakeServer {
 	store.bucket = opts.Bucket
 	api := httpapi.New(store, authn)
 	api.MaxRequestBytes = cmp.Or(opts.MaxRequestBytes, 4<<20)
+	api.MaxFileBytes = store.fileCap
 	api.Logger = slog.New(slog.DiscardHandler)
 	api.CORSAllowedOrigins = opts.Origins
 	api.Limits = wire.Limits{PerFileBytes: maxFileBytes, PerRequestBytes: api.MaxRequestBytes,

@@ -38,7 +38,7 @@ func positive(n int64) *int64 {
 }
 
 // limits is GET /uploads/limits: public (no token), cacheable 5 minutes.
-func (a *API) limits(w http.ResponseWriter, _ *http.Request) error {
+func (a *API) limits(w http.ResponseWriter, _ *http.Request, _ call) error {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSONCached(w, http.StatusOK, a.Limits)
 	return nil

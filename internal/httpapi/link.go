@@ -27,23 +27,23 @@ var errNoLinkKey = errors.New("download links without a key (DOWNLOAD_LINK_KEY)"
 // route's own (the file's download path, next to link), so that it holds
 // behind a stage, a custom domain's base path or the platform's edge
 // alike.
-func (a *API) link(w http.ResponseWriter, r *http.Request) error {
-	ws, id, file, err := a.pathFileIDs(r)
+func (a *API) link(w http.ResponseWriter, r *http.Request, c call) error {
+	file, err := pathFileID(r)
 	if err != nil {
 		return err
 	}
 	if a.Links == nil {
 		return errNoLinkKey
 	}
-	_, err = a.store.Fetch(r.Context(), id, ws, file, pendinguploads.Want{From: math.MaxInt64})
+	_, err = a.store.Fetch(r.Context(), c.id, c.ws, file, pendinguploads.Want{From: math.MaxInt64})
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}
 	if err != nil {
 		return err
 	}
-	l := a.Links.Sign(ws, file)
-	a.logger().Info("linked", append([]any{"workspace_id", ws, "file_id", file, "expires_at", l.Expires}, callerAttrs(r)...)...)
+	l := a.Links.Sign(c.ws, file)
+	a.logger().Info("linked", append([]any{"workspace_id", c.ws, "file_id", file, "expires_at", l.Expires}, c.logAttrs()...)...)
 	writeJSON(w, http.StatusOK, wire.Link{URL: path.Base(DownloadRoute.Path) + "?" + l.Query, ExpiresAt: l.Expires})
 	return nil
 }
@@ -56,7 +56,7 @@ func (a *API) link(w http.ResponseWriter, r *http.Request) error {
 // headers, Range, the stamp of fetched_at, the fetched log line and
 // metric), acked or not until the sweep, never redirected. Every answer,
 // errors too, carries Referrer-Policy: no-referrer.
-func (a *API) download(w http.ResponseWriter, r *http.Request) error {
+func (a *API) download(w http.ResponseWriter, r *http.Request, c call) error {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if a.Links == nil {
 		return errNoLinkKey
@@ -71,7 +71,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.sendFile(w, r, "link", false, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
+	return a.sendFile(w, r, c, "link", false, func(ctx context.Context, want pendinguploads.Want) (pendinguploads.Fetched, error) {
 		return a.store.FetchLinked(ctx, link, want)
 	})
 }

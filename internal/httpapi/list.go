@@ -12,11 +12,8 @@ import (
 )
 
 // list is GET /workspaces/{workspaceId}/pending-uploads: the poll.
-func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.pathIDs(r)
-	if err != nil {
-		return err
-	}
+func (a *API) list(w http.ResponseWriter, r *http.Request, c call) error {
+	ws, id := c.ws, c.id
 	// The query parsed, and names only limit and after (serve checked);
 	// a repeated parameter (which one would count?) is answered below with
 	// that parameter's message.

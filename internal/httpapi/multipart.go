@@ -16,12 +16,13 @@ import (
 )
 
 // readFiles reads the parts named "files" that carry a file name, in
-// order, refusing bad input with its answer (an *Error). With the body's
+// order, refusing bad input with its answer (an *Error): among them a
+// file over fileCap bytes, the per-file cap. With the body's
 // length known (sizeHint > 0, already checked against limit), every file
 // is read into one buffer of that size: the parts' bytes always fit in
 // the body that carries them, so a request costs one allocation of its
 // size, not a doubling buffer per file.
-func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) ([]pendinguploads.File, error) {
+func readFiles(body io.Reader, boundary string, limit, sizeHint, fileCap int64) ([]pendinguploads.File, error) {
 	var arena []byte
 	if sizeHint > 0 {
 		arena = make([]byte, 0, sizeHint)
@@ -75,17 +76,17 @@ func (a *API) readFiles(body io.Reader, boundary string, limit, sizeHint int64) 
 		}
 		name := sanitize.Filename(raw)
 		var content []byte
-		arena, content, err = readPart(arena, part, a.store.FileCap())
+		arena, content, err = readPart(arena, part, fileCap)
 		if err != nil {
 			return nil, malformed(err)
 		}
 		n := int64(len(content))
-		if n > a.store.FileCap() {
+		if n > fileCap {
 			rest, err := io.Copy(io.Discard, part)
 			if err != nil {
 				return nil, malformed(err)
 			}
-			return nil, errFileTooLarge(name, n+rest, a.store.FileCap())
+			return nil, errFileTooLarge(name, n+rest, fileCap)
 		}
 		if n == 0 {
 			return nil, errEmptyFile(name)

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/sanitize"
 )
@@ -20,11 +19,7 @@ import (
 // Nothing is visible to the workspace until the JSON form of upload
 // commits them. Declared SHA-256s (the file's, each part's) are signed
 // into the PUTs.
-func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.pathIDs(r)
-	if err != nil {
-		return err
-	}
+func (a *API) presign(w http.ResponseWriter, r *http.Request, c call) error {
 	if !a.store.HasBucket() {
 		return errPresignOff
 	}
@@ -41,8 +36,8 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case f.Size <= 0:
 			return errEmptyFile(name)
-		case f.Size > a.store.FileCap():
-			return errFileTooLarge(name, f.Size, a.store.FileCap())
+		case f.Size > a.MaxFileBytes:
+			return errFileTooLarge(name, f.Size, a.MaxFileBytes)
 		}
 		var sum []byte
 		if f.SHA256 != "" {
@@ -61,7 +56,7 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		files[i] = pendinguploads.Declared{Filename: name, Mimetype: sanitize.Mimetype(f.MimeType), Size: f.Size, SHA256: sum,
 			Multipart: f.Multipart, PartSHA256: parts}
 	}
-	puts, err := a.store.Presign(r.Context(), id, ws, files)
+	puts, err := a.store.Presign(r.Context(), c.id, c.ws, files)
 	if errors.Is(err, pendinguploads.ErrNoBucket) {
 		return errPresignOff
 	}
@@ -72,10 +67,11 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := wire.PresignAnswer{Uploads: make([]wire.PresignedUpload, len(puts))}
+	attrs := c.logAttrs()
 	for i, p := range puts {
 		out.Uploads[i] = presigned(p)
-		a.logger().Info("presigned", append([]any{"workspace_id", ws, "upload_id", p.UploadID, "size", files[i].Size,
-			"filename", files[i].Filename, "multipart", p.Multipart != nil}, callerAttrs(r)...)...)
+		a.logger().Info("presigned", append([]any{"workspace_id", c.ws, "upload_id", p.UploadID, "size", files[i].Size,
+			"filename", files[i].Filename, "multipart", p.Multipart != nil}, attrs...)...)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -84,57 +80,54 @@ func (a *API) presign(w http.ResponseWriter, r *http.Request) error {
 // resume is POST /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
 // for a multipart upload not committed yet, the parts the bucket holds
 // and fresh PUTs of the others.
-func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.pathUploadIDs(r)
+func (a *API) resume(w http.ResponseWriter, r *http.Request, c call) error {
+	upload, err := a.pathUploadID(r)
 	if err != nil {
 		return err
 	}
-	p, err := a.store.Resume(r.Context(), id, ws, upload)
+	p, err := a.store.Resume(r.Context(), c.id, c.ws, upload)
 	if errors.Is(err, pendinguploads.ErrUploadCommitted) {
 		return errUploadCommitted(upload.String())
 	}
 	if err != nil {
 		return err
 	}
-	a.logger().Info("resumed", append([]any{"workspace_id", ws, "upload_id", upload, "received", len(p.Multipart.Received),
-		"missing", len(p.Multipart.Parts)}, callerAttrs(r)...)...)
+	a.logger().Info("resumed", append([]any{"workspace_id", c.ws, "upload_id", upload, "received", len(p.Multipart.Received),
+		"missing", len(p.Multipart.Parts)}, c.logAttrs()...)...)
 	writeJSON(w, http.StatusOK, presigned(p))
 	return nil
 }
 
 // abort is DELETE /workspaces/{workspaceId}/chat/uploads/presign/{uploadId}:
 // the upload is dropped, its parts or object with it.
-func (a *API) abort(w http.ResponseWriter, r *http.Request) error {
-	ws, id, upload, err := a.pathUploadIDs(r)
+func (a *API) abort(w http.ResponseWriter, r *http.Request, c call) error {
+	upload, err := a.pathUploadID(r)
 	if err != nil {
 		return err
 	}
-	err = a.store.Abort(r.Context(), id, ws, upload)
+	err = a.store.Abort(r.Context(), c.id, c.ws, upload)
 	if errors.Is(err, pendinguploads.ErrUploadCommitted) {
 		return errUploadCommitted(upload.String())
 	}
 	if err != nil {
 		return err
 	}
-	a.logger().Info("aborted", append([]any{"workspace_id", ws, "upload_id", upload}, callerAttrs(r)...)...)
+	a.logger().Info("aborted", append([]any{"workspace_id", c.ws, "upload_id", upload}, c.logAttrs()...)...)
 	writeJSON(w, http.StatusOK, wire.AbortAnswer{Aborted: true})
 	return nil
 }
 
-// pathUploadIDs is pathIDs for a route that names a presigned upload.
-func (a *API) pathUploadIDs(r *http.Request) (uuid.UUID, *auth.Identity, uuid.UUID, error) {
-	ws, id, err := a.pathIDs(r)
-	if err != nil {
-		return uuid.Nil, nil, uuid.Nil, err
-	}
+// pathUploadID is the {uploadId} of a route that names a presigned
+// upload, once presigned uploads are offered.
+func (a *API) pathUploadID(r *http.Request) (uuid.UUID, error) {
 	if !a.store.HasBucket() {
-		return uuid.Nil, nil, uuid.Nil, errPresignOff
+		return uuid.Nil, errPresignOff
 	}
 	upload, err := uuid.Parse(r.PathValue("uploadId"))
 	if err != nil {
-		return uuid.Nil, nil, uuid.Nil, errBadUploadID
+		return uuid.Nil, errBadUploadID
 	}
-	return ws, id, upload, nil
+	return upload, nil
 }
 
 // presigned is the answer for one presigned upload.

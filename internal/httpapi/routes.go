@@ -9,12 +9,13 @@ import (
 // Route is one entry of the HTTP contract: the method, the path pattern
 // (net/http ServeMux syntax, which is also API Gateway's {param} syntax),
 // the Lambda function that serves it (its directory under functions/),
-// and its handler.
+// and its handler, which serve hands the request's call (who it acts as,
+// the workspace its path names; zero for a public route).
 type Route struct {
 	Method   string
 	Path     string
 	Function string
-	handle   func(*API, http.ResponseWriter, *http.Request) error
+	handle   func(*API, http.ResponseWriter, *http.Request, call) error
 	// Public routes take no credentials.
 	Public bool
 	// Query names the query parameters the route defines; any other, or a

@@ -48,12 +48,10 @@ type Store interface {
 	Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (pendinguploads.AckResult, error)
 	// Verify looks a bearer up before a refusal no store call checked
 	// (verifyBeforeRefusal).
-	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error)
+	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error
 	// HasBucket reports whether presigned uploads and redirects are
 	// offered.
 	HasBucket() bool
-	// FileCap is the per-file cap in force.
-	FileCap() int64
 }
 
 var _ Store = (*pendinguploads.Store)(nil)

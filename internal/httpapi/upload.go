@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
-	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
@@ -20,31 +19,27 @@ import (
 // upload is POST /workspaces/{workspaceId}/chat/uploads: the files in a
 // multipart form (form A), or the JSON commit of presigned uploads (form
 // B; presign.go signs their PUTs).
-func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
-	ws, id, err := a.pathIDs(r)
-	if err != nil {
-		return err
-	}
+func (a *API) upload(w http.ResponseWriter, r *http.Request, c call) error {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil && mt == "application/json" {
-		return a.commit(w, r, id, ws)
+		return a.commit(w, r, c)
 	}
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return errMalformedMultipart
 	}
-	limit := a.maxRequest()
+	limit := a.MaxRequestBytes
 	if r.ContentLength > limit {
 		return errBodyTooLarge(limit)
 	}
-	files, err := a.readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit, r.ContentLength)
+	files, err := readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit, r.ContentLength, a.MaxFileBytes)
 	if err != nil {
 		return err
 	}
-	recs, err := a.store.Stage(r.Context(), id, ws, files)
+	recs, err := a.store.Stage(r.Context(), c.id, c.ws, files)
 	if err != nil {
 		return err
 	}
-	a.staged(w, r, ws, recs)
+	writeJSON(w, http.StatusOK, a.staged(c, recs, false))
 	return nil
 }
 
@@ -53,7 +48,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) error {
 // retried commit answers what the first stored. The store sets the
 // commit's deadline, sized to the bytes it copies: only the outer bound
 // (on Lambda, the invocation's) is passed down, not RequestTimeout.
-func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, ws uuid.UUID) error {
+func (a *API) commit(w http.ResponseWriter, r *http.Request, c call) error {
 	if !a.store.HasBucket() {
 		return errCommitPresignOff
 	}
@@ -77,41 +72,41 @@ func (a *API) commit(w http.ResponseWriter, r *http.Request, id *auth.Identity, 
 		seen[u] = true
 		ids[i] = u
 	}
-	recs, replayed, err := a.store.Commit(withoutRequestDeadline(r.Context()), id, ws, ids)
+	recs, replayed, err := a.store.Commit(withoutRequestDeadline(r.Context()), c.id, c.ws, ids)
 	if err != nil {
 		return err
 	}
-	if replayed {
-		a.logger().Info("commit replayed", append([]any{"workspace_id", ws, "files", len(recs)}, callerAttrs(r)...)...)
-		writeJSON(w, http.StatusOK, wire.StagedAnswer{Files: stagedFiles(recs)})
-		return nil
-	}
-	a.staged(w, r, ws, recs)
+	writeJSON(w, http.StatusOK, a.staged(c, recs, replayed))
 	return nil
 }
 
-// staged logs, counts and answers files newly staged, in request order.
-func (a *API) staged(w http.ResponseWriter, r *http.Request, ws uuid.UUID, recs []pendinguploads.Record) {
-	var total int64
-	for _, rec := range recs {
-		total += rec.SizeBytes
-		a.logger().Info("staged", append([]any{"workspace_id", ws, "file_id", rec.FileID, "size", rec.SizeBytes,
-			"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket()}, callerAttrs(r)...)...)
+// staged is the answer naming recs, files staged (or, replayed, a
+// retried commit's files, staged before), in request order. Files newly
+// staged are logged one line each, and counted; a replayed commit is
+// logged once.
+func (a *API) staged(c call, recs []pendinguploads.Record, replayed bool) wire.StagedAnswer {
+	log, attrs := a.logger(), c.logAttrs()
+	if replayed {
+		log.Info("commit replayed", append([]any{"workspace_id", c.ws, "files", len(recs)}, attrs...)...)
 	}
-	a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
-	a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
-	writeJSON(w, http.StatusOK, wire.StagedAnswer{Files: stagedFiles(recs)})
-}
-
-func stagedFiles(recs []pendinguploads.Record) []wire.StagedFile {
-	out := make([]wire.StagedFile, len(recs))
+	files := make([]wire.StagedFile, len(recs))
+	var total int64
 	for i, rec := range recs {
-		out[i] = wire.StagedFile{
+		files[i] = wire.StagedFile{
 			FileID: rec.FileID, URI: rec.URI(), Name: rec.Filename, MimeType: rec.Mimetype,
 			Size: rec.SizeBytes, SHA256: hex.EncodeToString(rec.SHA256),
 		}
+		total += rec.SizeBytes
+		if !replayed {
+			log.Info("staged", append([]any{"workspace_id", c.ws, "file_id", rec.FileID, "size", rec.SizeBytes,
+				"filename", rec.Filename, "mimetype", rec.Mimetype, "in_bucket", rec.InBucket()}, attrs...)...)
+		}
 	}
-	return out
+	if !replayed {
+		a.Metrics.Count(metrics.Staged, nil, float64(len(recs)), nil)
+		a.Metrics.Add(metrics.StagedBytes, metrics.UnitBytes, nil, float64(total), nil)
+	}
+	return wire.StagedAnswer{Files: files}
 }
 
 // fileCount refuses a JSON request that does not name 1 to limits.MaxFiles
@@ -132,7 +127,7 @@ func fileCount(n int) error {
 // white space is 400, found at its first byte, so a long trailer is
 // refused without being read.
 func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.maxRequest()))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxRequestBytes))
 	err := dec.Decode(v)
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
@@ -144,7 +139,7 @@ func (a *API) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errBodyTooLarge(a.maxRequest())
+			return errBodyTooLarge(a.MaxRequestBytes)
 		}
 		return errMalformedJSON
 	}

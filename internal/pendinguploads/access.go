@@ -2,7 +2,6 @@ package pendinguploads
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,22 +20,27 @@ import (
 
 // access is a caller checked for one workspace: the only value from
 // which a statement that reads or writes a workspace's files (its
-// pending_uploads and presigned_uploads rows, their objects) is built.
-// Only Store.access makes one, and it refuses before any I/O an identity
-// that cannot act on the workspace whatever the database says: none at
-// all, a kind that names no credential, a token-backed identity without
-// its token's hash, a workspace token's identity for another workspace.
-// Its zero value holds no condition and is refused wherever it is used
-// (errNoAccess): nil or zero never means trusted.
+// pending_uploads and presigned_uploads rows, their objects) is built and
+// sent. Only Store.access makes one, after auth's check of the identity
+// (auth.Identity.Check), which refuses before any I/O what cannot act on
+// the workspace whatever the database says: none at all, an identity auth
+// did not make, a token-backed one without its token's hash, a workspace
+// token's identity for another workspace. A nil access, or one no check
+// made, is refused wherever it is used (errNoAccess): nil or zero never
+// means trusted.
 //
 // What the database must still confirm (that the token is live and may
 // act on the workspace) each statement confirms itself: it names
-// callerMayAct in its SQL, over the arguments args binds.
+// callerMayAct in its SQL, over the arguments send binds (args).
 type access struct {
-	caller  *auth.Identity
+	s       *Store
 	ws      uuid.UUID
 	trusted bool   // settled outside the database: auth.Identity.Trusted
 	hash    []byte // the token's SHA-256; nil only when trusted
+	// found is, while the caller's bearer is still to be looked up, where
+	// its look-up records what it found (auth.Credential.Found); nil once
+	// it ran, and for a caller without a bearer to look up.
+	found *auth.Found
 	// callerMayAct is the SQL condition, over @caller_trusted,
 	// @caller_hash and @workspace, that the caller may act on the
 	// workspace: a trusted identity, or a live token allowed on it
@@ -50,45 +54,22 @@ type access struct {
 // never sent.
 var errNoAccess = errors.New("a statement without a checked caller (access)")
 
-// checkIdentity refuses, without I/O, an identity that cannot act on any
-// workspace: nil, a kind that names no credential, or a token-backed one
-// without its token's hash (auth.ErrInvalid). trusted says it needs no
-// token check.
-func checkIdentity(id *auth.Identity) (trusted bool, err error) {
-	switch {
-	case id == nil:
-		return false, fmt.Errorf("%w: no identity", auth.ErrInvalid)
-	case id.Trusted():
-		return true, nil
-	case id.Kind != auth.Bearer && id.Kind != auth.Workspace && id.Kind != auth.Org:
-		return false, fmt.Errorf("%w: a %s identity not settled by auth", auth.ErrInvalid, id.Kind)
-	case len(id.TokenHash()) != sha256.Size:
-		return false, fmt.Errorf("%w: a %s identity without its token's hash", auth.ErrInvalid, id.Kind)
-	}
-	return false, nil
-}
-
 // access checks that id may act on workspace ws as far as can be told
-// without the database (checkIdentity; a workspace token's identity for
-// another workspace is auth.ErrNotAllowed), then returns the access its
-// statements are built from. Its only I/O is the read of the token
-// tables (at most every TokenTablesMaxAge) for an identity with a token;
-// its error then means the database cannot be asked: the call fails
-// closed.
-func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (access, error) {
-	trusted, err := checkIdentity(id)
+// without the database (auth.Identity.Check: its refusal comes before any
+// I/O), then returns the access the call's statements are built from and
+// sent with. Its only I/O is the read of the token tables (at most every
+// TokenTablesMaxAge) for an identity with a token; its error then means
+// the database cannot be asked: the call fails closed.
+func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*access, error) {
+	cred, err := id.Check(ctx, &ws)
 	if err != nil {
-		return access{}, err
+		return nil, err
 	}
-	if id.Kind == auth.Workspace && id.WorkspaceID != ws {
-		return access{}, auth.ErrNotAllowed
-	}
-	a := access{caller: id, ws: ws, trusted: trusted}
-	if !trusted {
+	a := &access{s: s, ws: ws, trusted: cred.Trusted, hash: cred.TokenHash, found: cred.Found}
+	if !a.trusted {
 		if a.schema, err = s.tokens.readSchema(ctx); err != nil {
-			return access{}, err
+			return nil, err
 		}
-		a.hash = id.TokenHash()
 	}
 	a.callerMayAct = a.schema.mayActSQL()
 	return a, nil
@@ -97,8 +78,8 @@ func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (ac
 // args returns named with the caller's arguments added: those
 // callerMayAct names, and @workspace. Strict: a statement that does not
 // name each of them fails before it is sent (pgx.StrictNamedArgs).
-func (a access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
-	if a.callerMayAct == "" {
+func (a *access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
+	if a == nil || a.callerMayAct == "" {
 		return nil, errNoAccess
 	}
 	out := make(pgx.StrictNamedArgs, len(named)+3)
@@ -109,93 +90,58 @@ func (a access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
 	return out, nil
 }
 
-// roundTrip is one call's round trip to the database for one access: a
-// batch (one implicit transaction) that carries the look-up of the
-// caller's bearer token, when it has one still to be looked up, beside
-// the statements of the call's work, each naming access.callerMayAct. So
-// a refused bearer reads and stores nothing, even though its look-up runs
-// beside the work; and its answer costs no round trip of its own.
+// send sends b, the call's statements (each naming callerMayAct, each
+// queued with its own pgx.StrictNamedArgs or none), with the caller's
+// arguments added to each (args), and before them the look-up of the
+// caller's bearer when it is still to be looked up: one round trip, one
+// implicit transaction (none when b is empty: a trusted caller and
+// nothing queued). So a refused bearer reads and stores nothing, even
+// though its look-up runs beside the work, and its answer costs no round
+// trip of its own.
 //
-// Make one with Store.roundTrip, queue each statement with its named
-// arguments, then send: send returns the caller's verdict. A roundTrip is
-// used once, by one goroutine.
-type roundTrip struct {
-	s *Store
-	access
-	batch  pgx.Batch
-	lookup *lookup // nil when the caller needs none
-	err    error   // a statement refused at queueing
-}
-
-// roundTrip starts the round trip of a call acting for id on workspace
-// ws, after Store.access's check: its refusal, before any I/O, or its
-// failure to read the token tables (at most every TokenTablesMaxAge),
-// when the database cannot be asked and the call fails closed.
-func (s *Store) roundTrip(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*roundTrip, error) {
-	a, err := s.access(ctx, id, ws)
-	if err != nil {
-		return nil, err
+// It returns the caller's refusal, auth.ErrInvalid or auth.ErrNotAllowed
+// (refused tells these apart; what the look-up found, refused or not, is
+// recorded for the request's logs and the token's stamp: auth.Found), or
+// the batch's error, named op: ErrUnavailable when the database is down
+// or the token tables changed under the statements. A statement queued
+// with other arguments, or any statement of an access no check made
+// (errNoAccess), is refused before anything is sent.
+func (a *access) send(ctx context.Context, op string, b *pgx.Batch) error {
+	if a == nil || a.callerMayAct == "" {
+		return fmt.Errorf("%s: %w", op, errNoAccess)
 	}
-	return s.roundTripOf(a)
-}
-
-// roundTripOf starts a round trip for an access already made.
-func (s *Store) roundTripOf(a access) (*roundTrip, error) {
-	if a.callerMayAct == "" {
-		return nil, errNoAccess
+	for _, q := range b.QueuedQueries {
+		var named pgx.StrictNamedArgs
+		if len(q.Arguments) > 0 {
+			n, ok := q.Arguments[0].(pgx.StrictNamedArgs)
+			if !ok || len(q.Arguments) > 1 {
+				return fmt.Errorf("%s: a statement without named arguments", op)
+			}
+			named = n
+		}
+		args, err := a.args(named)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		q.Arguments = []any{args}
 	}
-	rt := &roundTrip{s: s, access: a}
-	if a.caller.Kind == auth.Bearer {
-		rt.lookup = a.schema.queueLookup(&rt.batch, a.caller, &a.ws)
+	var l *lookup
+	if a.found != nil {
+		var lb pgx.Batch
+		l = a.schema.queueLookup(&lb, a.hash, &a.ws)
+		b.QueuedQueries = append(lb.QueuedQueries, b.QueuedQueries...)
 	}
-	return rt, nil
-}
-
-// queue adds sql, with named and the caller's arguments (access.args), to
-// the batch; chain Query, QueryRow or Exec to read its result. sql must
-// name callerMayAct: one that does not use every argument is refused
-// when sent (pgx.StrictNamedArgs), and so is any statement of a roundTrip
-// whose access no check made.
-func (rt *roundTrip) queue(sql string, named pgx.StrictNamedArgs) *pgx.QueuedQuery {
-	args, err := rt.args(named)
-	if err != nil {
-		rt.err = err
-		return &pgx.QueuedQuery{} // not in the batch
-	}
-	return rt.batch.Queue(sql, args)
-}
-
-// send sends the batch, one round trip (none when it is empty: a
-// trusted caller and nothing queued), and returns the caller's verdict:
-// who the call acts as (the caller, or for a bearer looked up here the
-// identity found: a new value, recorded also in ctx for the request's
-// logs and the token's stamp, auth.RecordFound), or its refusal,
-// auth.ErrInvalid or auth.ErrNotAllowed (refused tells these apart).
-// Any other error is the batch's, named op: ErrUnavailable when the
-// database is down or the token tables changed under the statements.
-func (rt *roundTrip) send(ctx context.Context, op string) (*auth.Identity, error) {
-	if rt.err != nil {
-		return nil, fmt.Errorf("%s: %w", op, rt.err)
-	}
-	if rt.batch.Len() > 0 {
-		if err := rt.s.db.SendBatch(ctx, &rt.batch).Close(); err != nil {
-			return nil, rt.s.batchError(op, err)
+	if b.Len() > 0 {
+		if err := a.s.db.SendBatch(ctx, b).Close(); err != nil {
+			return a.s.batchError(op, err)
 		}
 	}
-	if rt.lookup == nil {
-		return rt.caller, nil
+	if l == nil {
+		return nil
 	}
-	found, err := rt.lookup.verdict()
-	if rt.lookup.found != nil {
-		auth.RecordFound(ctx, found, rt.s.tokens.stamp(rt.lookup))
-	}
-	return found, err
-}
-
-// refused reports whether err is a caller's refusal (send's verdict), as
-// opposed to the database's error.
-func refused(err error) bool {
-	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed)
+	found := a.found
+	a.found = nil // looked up: the call's next round trips need no look-up
+	return l.settle(found, a.s.tokens)
 }
 
 // batchError wraps the error of a batch that carried a token look-up or
@@ -420,8 +366,8 @@ func (s tokenSchema) lookupSQL() string {
 // lookup is one bearer's look-up, queued in a batch; found is its row
 // once the batch ran, nil for no live token.
 type lookup struct {
-	bearer *auth.Identity
-	found  *foundToken
+	hash  []byte // the bearer's SHA-256
+	found *foundToken
 }
 
 // foundToken is a look-up's row.
@@ -433,11 +379,11 @@ type foundToken struct {
 	allowed     bool
 }
 
-// queueLookup adds the look-up of bearer's token, for workspace ws (nil:
-// any), to b.
-func (s tokenSchema) queueLookup(b *pgx.Batch, bearer *auth.Identity, ws *uuid.UUID) *lookup {
-	l := &lookup{bearer: bearer}
-	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": bearer.TokenHash(), "workspace": ws}).Query(func(rows pgx.Rows) error {
+// queueLookup adds the look-up of the token of SHA-256 hash, for
+// workspace ws (nil: any), to b.
+func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *lookup {
+	l := &lookup{hash: hash}
+	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			f := &foundToken{}
 			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed); err != nil {
@@ -450,25 +396,27 @@ func (s tokenSchema) queueLookup(b *pgx.Batch, bearer *auth.Identity, ws *uuid.U
 	return l
 }
 
-// verdict is what the look-up, once run, says of its bearer: the identity
-// found (a new value; the bearer's own is unchanged), or the refusal
-// (auth.ErrInvalid, auth.ErrNotAllowed, with the identity found when the
-// token is live, for the logs).
-func (l *lookup) verdict() (*auth.Identity, error) {
+// settle records in found what the look-up, once run, found of its
+// bearer (a live token's kind, workspace and prefix, for the request's
+// logs, and its stamp when due: tokens.stamp), and returns its verdict:
+// nil, or the refusal, auth.ErrInvalid (no live token: nothing recorded)
+// or auth.ErrNotAllowed.
+func (l *lookup) settle(found *auth.Found, t *tokens) error {
 	f := l.found
 	if f == nil {
-		return l.bearer, auth.ErrInvalid
+		return auth.ErrInvalid
 	}
-	var found *auth.Identity
+	found.Kind, found.WorkspaceID, found.TokenPrefix = auth.Org, uuid.Nil, f.prefix
 	if f.workspaceID != nil {
-		found = l.bearer.Found(auth.Workspace, *f.workspaceID, f.prefix)
-	} else {
-		found = l.bearer.Found(auth.Org, uuid.Nil, f.prefix)
+		found.Kind, found.WorkspaceID = auth.Workspace, *f.workspaceID
+	}
+	if stamp := t.stamp(l); stamp != nil {
+		found.Stamp = stamp
 	}
 	if !f.allowed {
-		return found, auth.ErrNotAllowed
+		return auth.ErrNotAllowed
 	}
-	return found, nil
+	return nil
 }
 
 // stamp is the stamp of the looked-up token's last_used_at, when its
@@ -491,7 +439,7 @@ func (t *tokens) stamp(l *lookup) func(context.Context) {
 	default:
 		return nil
 	}
-	hash, prefix := l.bearer.TokenHash(), f.prefix
+	hash, prefix := l.hash, f.prefix
 	// Best-effort, and never waiting (a row locked by someone else is
 	// skipped); a failure (a read-only replica) is logged, not answered.
 	return func(ctx context.Context) {
@@ -505,33 +453,24 @@ func (t *tokens) stamp(l *lookup) func(context.Context) {
 // no look-up (trusted, or found already): for a call that must know
 // before it acts outside the database, and for a refusal given before any
 // store call. ws is the workspace the call names, or nil for none. It
-// returns who the call acts as (id itself, or the identity found, a new
-// value also recorded in ctx: auth.RecordFound), or auth.ErrInvalid,
-// auth.ErrNotAllowed, or the database's error (ErrUnavailable when it is
-// down or the token tables changed under the look-up). An identity no
-// check settled (checkIdentity) is auth.ErrInvalid, before any I/O.
-func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error) {
-	if _, err := checkIdentity(id); err != nil {
-		return id, err
-	}
-	if id.Kind != auth.Bearer {
-		if id.Kind == auth.Workspace && ws != nil && id.WorkspaceID != *ws {
-			return id, auth.ErrNotAllowed
-		}
-		return id, nil
+// returns nil when id may act, auth.ErrInvalid, auth.ErrNotAllowed, or the
+// database's error (ErrUnavailable when it is down or the token tables
+// changed under the look-up); what the look-up found is recorded in the
+// request's context (auth.FoundIn). An identity auth's check refuses
+// (auth.Identity.Check) is refused before any I/O.
+func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error {
+	cred, err := id.Check(ctx, ws)
+	if err != nil || !cred.Bearer {
+		return err
 	}
 	schema, err := s.tokens.readSchema(ctx)
 	if err != nil {
-		return id, err
+		return err
 	}
-	b := &pgx.Batch{}
-	l := schema.queueLookup(b, id, ws)
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return id, s.batchError("token look-up", err)
+	var b pgx.Batch
+	l := schema.queueLookup(&b, cred.TokenHash, ws)
+	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
+		return s.batchError("token look-up", err)
 	}
-	found, err := l.verdict()
-	if l.found != nil {
-		auth.RecordFound(ctx, found, s.tokens.stamp(l))
-	}
-	return found, err
+	return l.settle(cred.Found, s.tokens)
 }

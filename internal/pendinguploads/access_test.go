@@ -15,7 +15,10 @@ import (
 )
 
 // TestIdentitiesRefusedBeforeIO: identities that no check settled are
-// refused before the store sends anything, and the file they aim at stays
+// refused before the store sends anything (auth.Identity.Check; since
+// Identity's fields are unexported, the zero Identity is all another
+// package can assemble, and admin or session identities "by hand" no
+// longer compile), and the file they aim at stays
 // unlisted by them and unacked. (Before access: a hand-built org identity
 // without a token hash listed and acked another workspace's file, since a
 // NULL hash meant "trusted" in the guard's SQL; a workspace identity for
@@ -37,11 +40,9 @@ func TestIdentitiesRefusedBeforeIO(t *testing.T) {
 		id   *auth.Identity
 		want error
 	}{
-		{"OrgWithoutHash", &auth.Identity{Kind: auth.Org}, auth.ErrInvalid},
-		{"WorkspaceWithoutHash", &auth.Identity{Kind: auth.Workspace, WorkspaceID: victim}, auth.ErrInvalid},
+		{"OrgWithoutHash", auth.AdminIdentity().Found(auth.Org, uuid.Nil, "p"), auth.ErrInvalid},
+		{"WorkspaceWithoutHash", auth.AdminIdentity().Found(auth.Workspace, victim, "p"), auth.ErrInvalid},
 		{"WorkspaceOfAnother", found, auth.ErrNotAllowed},
-		{"AdminByHand", &auth.Identity{Kind: auth.Admin, TokenPrefix: "admin"}, auth.ErrInvalid},
-		{"SessionByHand", &auth.Identity{Kind: auth.Session, UserID: "u"}, auth.ErrInvalid},
 		{"ZeroKind", &auth.Identity{}, auth.ErrInvalid},
 		{"Nil", nil, auth.ErrInvalid},
 	} {

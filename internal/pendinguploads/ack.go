@@ -40,15 +40,16 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	var ackedAt *time.Time
 	var updated int
 	var found bool
-	rt, err := s.roundTrip(ctx, id, workspaceID)
+	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
 		return 0, err
 	}
-	rt.queue(`
+	var b pgx.Batch
+	b.Queue(`
 		WITH target AS (
 		    SELECT file_id, workspace_id, acked_at
 		    FROM pending_uploads
-		    WHERE file_id = @file_id AND expires_at > now() AND `+rt.callerMayAct+`
+		    WHERE file_id = @file_id AND expires_at > now() AND `+a.callerMayAct+`
 		), upd AS (
 		    UPDATE pending_uploads p SET acked_at = now()
 		    FROM target t
@@ -66,7 +67,7 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		}
 		return rows.Err()
 	})
-	caller, err := rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	err = a.send(ctx, fmt.Sprintf("ack %s", fileID), &b)
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +82,7 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	case updated == 1:
 		return Acked, nil
 	}
-	if s.ackedMeanwhile(ctx, caller, workspaceID, fileID) {
+	if s.ackedMeanwhile(ctx, a, workspaceID, fileID) {
 		return AlreadyAcked, nil
 	}
 	return SweptMeanwhile, nil
@@ -91,15 +92,12 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 // update it, whether a concurrent ack got there first (the row is acked
 // now), rather than a sweep (the row is gone); a look that fails says
 // no.
-func (s *Store) ackedMeanwhile(ctx context.Context, caller *auth.Identity, workspaceID, fileID uuid.UUID) bool {
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		return false
-	}
+func (s *Store) ackedMeanwhile(ctx context.Context, a *access, workspaceID, fileID uuid.UUID) bool {
+	var b pgx.Batch
 	var acked bool
-	rt.queue(`SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = @file_id AND acked_at IS NOT NULL AND `+rt.callerMayAct+`)`,
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = @file_id AND acked_at IS NOT NULL AND `+a.callerMayAct+`)`,
 		pgx.StrictNamedArgs{"file_id": fileID}).QueryRow(
 		func(row pgx.Row) error { return row.Scan(&acked) })
-	_, err = rt.send(ctx, fmt.Sprintf("ack %s", fileID))
+	err := a.send(ctx, fmt.Sprintf("ack %s", fileID), &b)
 	return err == nil && acked
 }

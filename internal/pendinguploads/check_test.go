@@ -91,10 +91,10 @@ func TestTokenCheckedInTheSameRoundTrip(t *testing.T) {
 			if n := tr.trips.Load(); n != 1 {
 				t.Fatalf("round trips: got %d, want 1", n)
 			}
-			if c.Kind != auth.Bearer || c.TokenPrefix != "" {
+			if c.Kind() != auth.Bearer || c.TokenPrefix() != "" {
 				t.Fatalf("presented identity changed: got %+v", c)
 			}
-			if found := auth.FromContext(rctx); found.Kind != auth.Workspace || found.WorkspaceID != ws || found.TokenPrefix != "pu_goo" {
+			if found := auth.FromContext(rctx); found.Kind() != auth.Workspace || found.WorkspaceID() != ws || found.TokenPrefix() != "pu_goo" {
 				t.Fatalf("identity found: got %+v", found)
 			}
 		})

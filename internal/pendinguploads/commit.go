@@ -65,11 +65,15 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	start := time.Now()
 	lctx, cancel := s.commitContext(ctx, start, 0)
 	defer cancel()
-	caller, uploads, err := s.lookupPresigned(lctx, id, workspaceID, uploadIDs)
+	a, err := s.access(lctx, id, workspaceID)
 	if err != nil {
 		return nil, false, err
 	}
-	if recs, ok, err := s.committedBefore(lctx, caller, workspaceID, uploadIDs, uploads); ok || err != nil {
+	uploads, err := s.lookupPresigned(lctx, a, uploadIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	if recs, ok, err := s.committedBefore(lctx, a, workspaceID, uploadIDs, uploads); ok || err != nil {
 		return recs, ok, err
 	}
 	var size int64
@@ -87,18 +91,17 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	defer cancelCopy()
 	recs, err = s.copyAndMeasure(ctx, workspaceID, uploadIDs, uploads)
 	if err == nil {
-		err = s.claimAndInsert(ctx, caller, workspaceID, uploadIDs, recs)
+		err = s.claimAndInsert(ctx, a, workspaceID, uploadIDs, recs)
 	}
 	nr, _ := errors.AsType[*NotReceivedError](err)
 	if errors.Is(err, errClaimLost) || nr != nil {
 		// A concurrent commit of the same uploads may have taken them (or
 		// their staging objects) first: then this is its retry.
-		return s.afterLostClaim(ctx, caller, workspaceID, uploadIDs, nr)
+		return s.afterLostClaim(ctx, a, workspaceID, uploadIDs, nr)
 	}
 	if err != nil {
 		return nil, false, err // the staging objects stay, for a retry
 	}
-	s.notify(ctx, workspaceID, recs)
 	s.deleteStaging(ctx, workspaceID, uploadIDs, uploads)
 	return recs, false, nil
 }
@@ -133,21 +136,17 @@ func (s *Store) commitContext(ctx context.Context, start time.Time, n int64) (co
 	return context.WithDeadline(ctx, start.Add(CommitTimeout(s.RequestTimeout, n)))
 }
 
-// lookupPresigned returns the unexpired presigned uploads of workspaceID
-// among ids, committed ones included (with their FileID), in one round
-// trip with id's check, and who the call acts as (the round trip's
-// verdict). Missing ones are absent from the map.
-func (s *Store) lookupPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID) (*auth.Identity, map[uuid.UUID]presignedUpload, error) {
-	rt, err := s.roundTrip(ctx, id, workspaceID)
-	if err != nil {
-		return nil, nil, err
-	}
+// lookupPresigned returns the unexpired presigned uploads of a's
+// workspace among ids, committed ones included (with their FileID), in
+// one round trip with a's check. Missing ones are absent from the map.
+func (s *Store) lookupPresigned(ctx context.Context, a *access, ids []uuid.UUID) (map[uuid.UUID]presignedUpload, error) {
+	var b pgx.Batch
 	out := make(map[uuid.UUID]presignedUpload, len(ids))
-	rt.queue(`
+	b.Queue(`
 		SELECT upload_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(file_id, '00000000-0000-0000-0000-000000000000'),
 		       coalesce(part_bytes, 0), coalesce(s3_upload_id, ''), part_sha256
 		FROM presigned_uploads
-		WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND `+rt.callerMayAct,
+		WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND `+a.callerMayAct,
 		pgx.StrictNamedArgs{"upload_ids": uuidArray(ids)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -164,17 +163,67 @@ func (s *Store) lookupPresigned(ctx context.Context, id *auth.Identity, workspac
 		}
 		return rows.Err()
 	})
-	caller, err := rt.send(ctx, "lookup presigned")
-	if err != nil {
-		return nil, nil, err
+	if err := a.send(ctx, "lookup presigned", &b); err != nil {
+		return nil, err
 	}
-	return caller, out, nil
+	return out, nil
+}
+
+// The presigned uploads' rows (presigned_uploads): what a presign
+// declared, until a commit claims each (file_id names the file it became)
+// or it expires and the sweep deletes it (sweepPresigned).
+
+// presignedUpload is a presigned upload (a presigned_uploads row): what a
+// client was allowed to PUT.
+type presignedUpload struct {
+	UploadID    uuid.UUID
+	WorkspaceID uuid.UUID
+	Filename    string
+	Mimetype    string
+	SizeBytes   int64
+	SHA256      []byte // declared; nil when not
+	// FileID is the file a commit made of it; uuid.Nil while uncommitted.
+	FileID uuid.UUID
+	// PartBytes is the part size of a multipart upload; 0 for one PUT.
+	PartBytes int64
+	// S3UploadID is the bucket's id of a multipart upload, once started.
+	S3UploadID string
+	// PartSHA256 is each part's declared SHA-256; nil when not declared.
+	PartSHA256 [][]byte
+}
+
+func (p presignedUpload) committed() bool { return p.FileID != uuid.Nil }
+func (p presignedUpload) multipart() bool { return p.PartBytes > 0 }
+
+// partCount is how many parts of PartBytes the file takes.
+func (p presignedUpload) partCount() int {
+	return int((p.SizeBytes + p.PartBytes - 1) / p.PartBytes)
+}
+
+// partSize is the size of part n (from 1): PartBytes, the last shorter.
+func (p presignedUpload) partSize(n int) int64 {
+	return min(p.PartBytes, p.SizeBytes-int64(n-1)*p.PartBytes)
+}
+
+// contentType is what the object is stored as.
+func (p presignedUpload) contentType() string {
+	if p.Mimetype == "" {
+		return octetStream
+	}
+	return p.Mimetype
+}
+
+// stagingKey is where the upload's client puts the bytes, before a
+// commit places them under objects/ (objectKey). The bucket's lifecycle
+// rule removes staging objects that are never committed.
+func (p presignedUpload) stagingKey() string {
+	return fmt.Sprintf("staging/%s/%s", p.WorkspaceID, p.UploadID)
 }
 
 // committedBefore returns the files a commit of every one of ids stored
 // before, and ok; ok is false unless every upload was committed and its
 // file is still there.
-func (s *Store) committedBefore(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) ([]Record, bool, error) {
+func (s *Store) committedBefore(ctx context.Context, a *access, workspaceID uuid.UUID, ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) ([]Record, bool, error) {
 	fileIDs := make([]uuid.UUID, len(ids))
 	for i, id := range ids {
 		u, ok := uploads[id]
@@ -183,7 +232,7 @@ func (s *Store) committedBefore(ctx context.Context, caller *auth.Identity, work
 		}
 		fileIDs[i] = u.FileID
 	}
-	byID, err := s.committedFiles(ctx, caller, workspaceID, fileIDs)
+	byID, err := s.committedFiles(ctx, a, workspaceID, fileIDs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -199,18 +248,15 @@ func (s *Store) committedBefore(ctx context.Context, caller *auth.Identity, work
 }
 
 // committedFiles returns the rows of workspaceID's files among fileIDs
-// (without content), whatever their state, acting for caller; missing
+// (without content), whatever their state, acting for a's caller; missing
 // ones are absent. A retried commit answers with them.
-func (s *Store) committedFiles(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		return nil, err
-	}
+func (s *Store) committedFiles(ctx context.Context, a *access, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]Record, error) {
+	var b pgx.Batch
 	out := make(map[uuid.UUID]Record, len(fileIDs))
-	rt.queue(`
+	b.Queue(`
 		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
 		FROM pending_uploads
-		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+rt.callerMayAct,
+		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+a.callerMayAct,
 		pgx.StrictNamedArgs{"file_ids": uuidArray(fileIDs)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -222,7 +268,7 @@ func (s *Store) committedFiles(ctx context.Context, caller *auth.Identity, works
 		}
 		return rows.Err()
 	})
-	if _, err := rt.send(ctx, "committed files"); err != nil {
+	if err := a.send(ctx, "committed files", &b); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -245,13 +291,13 @@ func (s *Store) copyAndMeasure(ctx context.Context, workspaceID uuid.UUID, ids [
 	g.SetLimit(copyConcurrency)
 	for i, id := range ids {
 		u, fid := uploads[id], uuid.New()
-		dst := objectKey(workspaceID, fid)
 		g.Go(func() error {
 			if u.multipart() {
 				if err := s.completeMultipart(gctx, u); err != nil {
 					return err
 				}
 			}
+			dst := objectKey(workspaceID, fid)
 			n, sum, err := s.bucket.CopyMeasured(gctx, u.stagingKey(), dst)
 			if errors.Is(err, ErrBlobNotFound) {
 				return &NotReceivedError{id, "no object"}
@@ -321,28 +367,24 @@ func (s *Store) completeMultipart(ctx context.Context, p presignedUpload) error 
 
 // claimAndInsert stores recs, copied from the presigned uploads ids
 // (recs[i] from ids[i]), in one round trip, one implicit transaction,
-// acting for caller: it claims every upload (each then names the file it
+// acting for a's caller: it claims every upload (each then names the file it
 // became) and inserts the rows and their activity rows, or stores nothing
 // (errClaimLost) when any upload expired or another commit took it first.
 // The uploads are locked in upload_id order, so two commits sharing
 // uploads wait for each other instead of deadlocking.
-func (s *Store) claimAndInsert(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, ids []uuid.UUID, recs []Record) error {
+func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.UUID, ids []uuid.UUID, recs []Record) error {
 	fileIDs := make([]uuid.UUID, len(recs))
 	for i, r := range recs {
 		fileIDs[i] = r.FileID
 	}
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		s.discard(ctx, recs)
-		return err
-	}
+	var b pgx.Batch
 	q := s.quotaFor(int64(len(recs)), total(recs))
-	q.queue(rt, true)
+	q.queue(&b, a, true)
 	// The claim and the rows hold together: each statement takes its
 	// part only when the uploads are all there, the deadline has not
 	// passed, the caller is allowed and the files fit the quota; the
 	// rows, also only beside their claims.
-	rt.queue(`
+	b.Queue(`
 		WITH locked AS MATERIALIZED (
 		    SELECT upload_id FROM presigned_uploads
 		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
@@ -351,10 +393,10 @@ func (s *Store) claimAndInsert(ctx context.Context, caller *auth.Identity, works
 		UPDATE presigned_uploads p SET file_id = c.file_id
 		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
 		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
-		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits,
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+a.callerMayAct+` AND `+quotaFits,
 		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	ins := queueInsert(ctx, rt, s.TTL, recs, make([][]byte, len(recs)), ids, q)
-	return s.finish(ctx, rt, ins, q, recs)
+	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
+	return s.finish(ctx, a, &b, ins, q, recs)
 }
 
 // claimedAll is the condition, named where the INSERT of files uses it
@@ -368,13 +410,13 @@ const claimedAll = `(SELECT count(*) FROM presigned_uploads p JOIN unnest(@uploa
 // were not there (nr): when a concurrent commit of the same uploads took
 // them, with what it stored (replayed); otherwise with nr, or the first
 // upload taken.
-func (s *Store) afterLostClaim(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploadIDs []uuid.UUID,
+func (s *Store) afterLostClaim(ctx context.Context, a *access, workspaceID uuid.UUID, uploadIDs []uuid.UUID,
 	nr *NotReceivedError) ([]Record, bool, error) {
-	_, now, err := s.lookupPresigned(ctx, caller, workspaceID, uploadIDs)
+	now, err := s.lookupPresigned(ctx, a, uploadIDs)
 	if err != nil {
 		return nil, false, err
 	}
-	if recs, ok, err := s.committedBefore(ctx, caller, workspaceID, uploadIDs, now); ok || err != nil {
+	if recs, ok, err := s.committedBefore(ctx, a, workspaceID, uploadIDs, now); ok || err != nil {
 		return recs, ok, err
 	}
 	if nr == nil {

@@ -26,23 +26,23 @@
 //	                unacked past expires_at
 //
 // Who may act: every statement that reads or writes a workspace's files
-// is built from an access, which only Store.access makes (it refuses,
-// before any I/O, an identity no check settled), and names the
+// is built from an access, which only Store.access makes (auth's check
+// refuses, before any I/O, an identity no check settled), sent by it
+// (access.send: the caller's look-up and arguments added), and names the
 // condition callerMayAct in its SQL, where it is written, over named
 // arguments (pgx.StrictNamedArgs: a statement that does not name the
 // condition is refused unsent). Open and SignGet read only a file that
 // Fetch found (Fetched). Only the sweep's statements act without a
 // caller, for the schedule.
 //
-// Where to look, every file: store.go (Store, New, its Settings and the
-// keys it chooses), record.go (Record: a file without its bytes),
+// Where to look, every file: store.go (Store, New, its Settings), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), access.go (who may
-// act: access, each call's one round trip built from it, the bearer
-// tokens' SQL, the condition callerMayAct, Verify), stage.go (Stage, top
-// to bottom: the quota beside the INSERT it guards, the INSERT Commit
-// shares, the objects' cleanup), presign.go (Presign: its rows, its
+// act: access, the round trip it sends, the bearer tokens' SQL, the
+// condition callerMayAct, Verify), stage.go (Stage, top to bottom: its
+// records and object keys, the quota beside the INSERT it guards, the
+// INSERT Commit shares, the objects' cleanup), presign.go (Presign: its rows, its
 // multipart uploads, its signed PUTs), commit.go (Commit: the look-ups,
-// copies and claim), presigned.go (the presigned upload's type),
+// copies and claim, and the presigned upload's type and staging key),
 // multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,
 // Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
 // (Sweep, and the objects of rows that never committed), backlog.go

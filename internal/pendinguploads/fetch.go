@@ -41,7 +41,7 @@ func (w Want) sends(r Record) bool {
 // (ErrNotFetched) before any I/O.
 type Fetched struct {
 	Record
-	by access
+	by *access
 }
 
 // ErrNotFetched is returned by Open and SignGet for a file that Fetch
@@ -51,9 +51,9 @@ type Fetched struct {
 var ErrNotFetched = errors.New("pendinguploads: a file not found by Fetch")
 
 // checked returns the access f's bytes are read with, or ErrNotFetched.
-func (f Fetched) checked(op string) (access, error) {
-	if f.by.callerMayAct == "" || f.by.ws != f.WorkspaceID {
-		return access{}, fmt.Errorf("%s %s: %w", op, f.FileID, ErrNotFetched)
+func (f Fetched) checked(op string) (*access, error) {
+	if f.by == nil || f.by.callerMayAct == "" || f.by.ws != f.WorkspaceID {
+		return nil, fmt.Errorf("%s %s: %w", op, f.FileID, ErrNotFetched)
 	}
 	return f.by, nil
 }
@@ -80,16 +80,17 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	// deleted it), the UPDATE re-checks the newest version and skips it:
 	// stamped is then false, and the answer is ErrNotFound rather than a
 	// row without its bytes.
-	rt, err := s.roundTrip(ctx, id, workspaceID)
+	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
 		return Fetched{}, err
 	}
-	rt.queue(`
+	var b pgx.Batch
+	b.Queue(`
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = @file_id AND workspace_id = @workspace AND (acked_at IS NOT NULL OR expires_at > now())
 		      AND (size_bytes > @from::bigint OR (@redirect::boolean AND s3_key IS NOT NULL))
-		      AND `+rt.callerMayAct+`
+		      AND `+a.callerMayAct+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= @chunk::bigint THEN content END AS content
 		)
@@ -97,7 +98,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+rt.callerMayAct,
+		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+a.callerMayAct,
 		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
@@ -108,7 +109,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		}
 		return rows.Err()
 	})
-	if _, err := rt.send(ctx, fmt.Sprintf("fetch %s", fileID)); err != nil {
+	if err := a.send(ctx, fmt.Sprintf("fetch %s", fileID), &b); err != nil {
 		return Fetched{}, err
 	}
 	if !found {
@@ -127,7 +128,7 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	if r.s3Key == "" && r.content != nil && int64(len(r.content)) != r.SizeBytes {
 		return Fetched{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)
 	}
-	return Fetched{Record: r, by: rt.access}, nil
+	return Fetched{Record: r, by: a}, nil
 }
 
 // FetchLinked is Fetch for the holder of a download link, who presents no
@@ -253,7 +254,7 @@ func (s *Store) SignGet(ctx context.Context, f Fetched, disposition, contentType
 type rowReader struct {
 	ctx      context.Context
 	tx       pgx.Tx
-	by       access // Fetch's check, named again by each chunk's statement
+	by       *access // Fetch's check, named again by each chunk's statement
 	r        Record
 	off, end int64
 	buf      []byte

@@ -2,15 +2,6 @@ package pendinguploads
 
 import "github.com/google/uuid"
 
-// total is the size of recs' files.
-func total(recs []Record) int64 {
-	var n int64
-	for _, r := range recs {
-		n += r.SizeBytes
-	}
-	return n
-}
-
 // validateFile checks one file's size and name against the cap and the
 // schema.
 func validateFile(size int64, filename string, fileCap int64) error {

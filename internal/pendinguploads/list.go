@@ -75,10 +75,11 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
-	rt, err := s.roundTrip(ctx, id, workspaceID)
+	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
 		return nil, nil, err
 	}
+	var b pgx.Batch
 	named := pgx.StrictNamedArgs{"limit": limit + 1}
 	page := ""
 	if after != nil {
@@ -88,10 +89,10 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	// One more than asked tells whether another page follows; the rows
 	// are scanned in place: no Record per row on the heap.
 	recs = make([]Record, 0, limit+1)
-	rt.queue(`SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
+	b.Queue(`SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
 		       created_at, fetched_at, expires_at
 		FROM pending_uploads
-		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+rt.callerMayAct+andEach(page)+`
+		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+a.callerMayAct+andEach(page)+`
 		ORDER BY created_at, file_id LIMIT @limit`, named).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			recs = append(recs, Record{})
@@ -105,7 +106,7 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		}
 		return rows.Err()
 	})
-	if _, err := rt.send(ctx, fmt.Sprintf("list %s", workspaceID)); err != nil {
+	if err := a.send(ctx, fmt.Sprintf("list %s", workspaceID), &b); err != nil {
 		return nil, nil, err
 	}
 	if len(recs) > limit {

@@ -88,7 +88,7 @@ func assembled(p presignedUpload) *Multipart {
 // that no commit can take it. The same errors as Resume, but for
 // ErrNotMultipart: an upload of one PUT is aborted too.
 func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) error {
-	caller, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
+	a, p, err := s.openPresigned(ctx, id, workspaceID, uploadID)
 	if err != nil {
 		return err
 	}
@@ -103,19 +103,16 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 	if err != nil {
 		return wrap("abort", err)
 	}
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		return err
-	}
+	var b pgx.Batch
 	var deleted int64
-	rt.queue(`DELETE FROM presigned_uploads
-		WHERE upload_id = @upload_id AND workspace_id = @workspace AND file_id IS NULL AND `+rt.callerMayAct,
+	b.Queue(`DELETE FROM presigned_uploads
+		WHERE upload_id = @upload_id AND workspace_id = @workspace AND file_id IS NULL AND `+a.callerMayAct,
 		pgx.StrictNamedArgs{"upload_id": uploadID},
 	).Exec(func(tag pgconn.CommandTag) error {
 		deleted = tag.RowsAffected()
 		return nil
 	})
-	if _, err := rt.send(ctx, "abort"); err != nil {
+	if err := a.send(ctx, "abort", &b); err != nil {
 		return err
 	}
 	if deleted == 0 {
@@ -125,13 +122,17 @@ func (s *Store) Abort(ctx context.Context, id *auth.Identity, workspaceID, uploa
 }
 
 // openPresigned looks up an uncommitted, unexpired presigned upload of
-// workspaceID for id, in one round trip with id's check, and returns who
-// the call acts as (the round trip's verdict) beside it.
-func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (*auth.Identity, presignedUpload, error) {
+// workspaceID for id, in one round trip with id's check, and returns the
+// access the call's next round trips are sent with beside it.
+func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceID, uploadID uuid.UUID) (*access, presignedUpload, error) {
 	if s.bucket == nil {
 		return nil, presignedUpload{}, ErrNoBucket
 	}
-	caller, uploads, err := s.lookupPresigned(ctx, id, workspaceID, []uuid.UUID{uploadID})
+	a, err := s.access(ctx, id, workspaceID)
+	if err != nil {
+		return nil, presignedUpload{}, err
+	}
+	uploads, err := s.lookupPresigned(ctx, a, []uuid.UUID{uploadID})
 	if err != nil {
 		return nil, presignedUpload{}, err
 	}
@@ -144,5 +145,5 @@ func (s *Store) openPresigned(ctx context.Context, id *auth.Identity, workspaceI
 	case p.multipart() && p.S3UploadID == "":
 		return nil, presignedUpload{}, fmt.Errorf("upload %s: its multipart upload never started: %w", uploadID, ErrUploadNotFound)
 	}
-	return caller, p, nil
+	return a, p, nil
 }

@@ -104,11 +104,11 @@ func (s *Store) Presign(ctx context.Context, id *auth.Identity, workspaceID uuid
 		}
 		uploads[i] = u
 	}
-	caller, err := s.recordPresigned(ctx, id, workspaceID, uploads)
+	a, err := s.recordPresigned(ctx, id, workspaceID, uploads)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.startMultipart(ctx, caller, workspaceID, uploads); err != nil {
+	if err := s.startMultipart(ctx, a, workspaceID, uploads); err != nil {
 		return nil, err
 	}
 	return s.signPuts(ctx, uploads)
@@ -146,19 +146,21 @@ func (s *Store) presignedUploadOf(f Declared, workspaceID uuid.UUID) (presignedU
 }
 
 // recordPresigned records what a presign declared, in one round trip
-// with id's check, committable until now + commitWindow, and returns who
-// the call acts as (the round trip's verdict).
-func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []presignedUpload) (*auth.Identity, error) {
+// with id's check, committable until now + commitWindow, and returns the
+// access the call's next round trips are sent with (nil for no items:
+// no check, no round trip).
+func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, items []presignedUpload) (*access, error) {
 	if len(items) == 0 {
-		return id, nil
+		return nil, nil
 	}
 	if len(items) > limits.MaxFiles {
 		return nil, ErrTooManyItems
 	}
-	rt, err := s.roundTrip(ctx, id, workspaceID)
+	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
 		return nil, err
 	}
+	var b pgx.Batch
 	var adding int64
 	for _, it := range items {
 		adding += it.SizeBytes
@@ -166,23 +168,22 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 	// The quota, early: without the workspace's lock (the commit checks
 	// it exactly).
 	q := s.quotaFor(int64(len(items)), adding)
-	q.queue(rt, false)
+	q.queue(&b, a, false)
 	var inserted int64
 	named := presignedColumns(items)
 	named["window_micros"] = commitWindow.Microseconds()
-	rt.queue(`
+	b.Queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at, part_bytes, part_sha256)
 		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + @window_micros::bigint * interval '1 microsecond',
 		       u.part_bytes, u.part_sha256
 		FROM unnest(@ids::uuid[], @wss::uuid[], @names::text[], @types::text[], @sizes::bigint[], @sums::bytea[],
 		            @part_bytes::bigint[], @part_sums::bytea[])
 		     AS u(id, ws, name, type, size, sha256, part_bytes, part_sha256)
-		WHERE `+rt.callerMayAct+` AND `+quotaFits, q.args(named)).Exec(func(tag pgconn.CommandTag) error {
+		WHERE `+a.callerMayAct+` AND `+quotaFits, q.args(named)).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
-	caller, err := rt.send(ctx, "record presigned")
-	if err != nil {
+	if err := a.send(ctx, "record presigned", &b); err != nil {
 		return nil, err
 	}
 	if inserted != int64(len(items)) {
@@ -191,7 +192,7 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 		}
 		return nil, fmt.Errorf("record presigned: inserted %d rows, want %d", inserted, len(items))
 	}
-	return caller, nil
+	return a, nil
 }
 
 // presignedColumns is items as named arguments, one array a column
@@ -223,7 +224,7 @@ func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
 // upload that has parts, and records the bucket's ids: one more round
 // trip, for presigns with parts only. On failure the uploads started are
 // aborted, and the presigned uploads, which no part can reach, expire.
-func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload) error {
+func (s *Store) startMultipart(ctx context.Context, a *access, workspaceID uuid.UUID, uploads []presignedUpload) error {
 	var idx []int
 	for i, p := range uploads {
 		if p.multipart() {
@@ -248,7 +249,7 @@ func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, works
 	}
 	err := g.Wait()
 	if err == nil {
-		err = s.recordMultipartIDs(ctx, caller, workspaceID, uploads, idx)
+		err = s.recordMultipartIDs(ctx, a, workspaceID, uploads, idx)
 	}
 	if err != nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupBudget)
@@ -264,19 +265,15 @@ func (s *Store) startMultipart(ctx context.Context, caller *auth.Identity, works
 }
 
 // recordMultipartIDs records the bucket's id of each upload uploads[i],
-// i in idx, in one round trip acting for caller.
-func (s *Store) recordMultipartIDs(ctx context.Context, caller *auth.Identity, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		return err
-	}
+// i in idx, in one round trip acting for a's caller.
+func (s *Store) recordMultipartIDs(ctx context.Context, a *access, workspaceID uuid.UUID, uploads []presignedUpload, idx []int) error {
+	var b pgx.Batch
 	for _, i := range idx {
-		rt.queue(`UPDATE presigned_uploads SET s3_upload_id = @s3_upload_id
-			WHERE upload_id = @upload_id AND workspace_id = @workspace AND `+rt.callerMayAct,
+		b.Queue(`UPDATE presigned_uploads SET s3_upload_id = @s3_upload_id
+			WHERE upload_id = @upload_id AND workspace_id = @workspace AND `+a.callerMayAct,
 			pgx.StrictNamedArgs{"s3_upload_id": uploads[i].S3UploadID, "upload_id": uploads[i].UploadID})
 	}
-	_, err = rt.send(ctx, "presign: record multipart")
-	return err
+	return a.send(ctx, "presign: record multipart", &b)
 }
 
 // signPuts signs, for each recorded upload in order, its PUT, or the

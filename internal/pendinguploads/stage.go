@@ -41,40 +41,45 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 		return nil, ErrTooManyItems
 	}
 	for i, f := range files {
-		if err := validateFile(int64(len(f.Content)), f.Filename, s.FileCap()); err != nil {
+		if err := validateFile(int64(len(f.Content)), f.Filename, s.MaxFileBytes); err != nil {
 			return nil, &ItemError{Index: i, Err: err}
 		}
 	}
 	if len(files) == 0 {
 		return nil, nil
 	}
+	a, err := s.access(ctx, id, workspaceID)
+	if err != nil {
+		return nil, err
+	}
 	recs, contents, toBucket, err := s.newRecords(workspaceID, files)
 	if err != nil {
 		return nil, err
 	}
 	q := s.quotaFor(int64(len(recs)), total(recs))
-	caller := id
 	if toBucket {
 		// Nothing goes to the bucket for a caller not allowed, nor over
-		// the quota: both checked first, in a round trip of their own.
-		if caller, err = s.precheck(ctx, id, q, workspaceID); err != nil {
+		// the quota: both checked first, in a round trip of their own
+		// (the count without the workspace's lock: the batch that stores
+		// counts again, exactly).
+		var check pgx.Batch
+		q.queue(&check, a, false)
+		if err := a.send(ctx, "check", &check); err != nil {
+			return nil, err
+		}
+		if err := q.refusal(); err != nil {
 			return nil, err
 		}
 		if err := s.writeObjects(ctx, files, recs); err != nil {
 			return nil, err
 		}
 	}
-	rt, err := s.roundTrip(ctx, caller, workspaceID)
-	if err != nil {
-		s.discard(ctx, recs)
+	var b pgx.Batch
+	q.queue(&b, a, true)
+	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, contents, nil, q)
+	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
 		return nil, err
 	}
-	q.queue(rt, true)
-	ins := queueInsert(ctx, rt, s.TTL, recs, contents, nil, q)
-	if err := s.finish(ctx, rt, ins, q, recs); err != nil {
-		return nil, err
-	}
-	s.notify(ctx, workspaceID, recs)
 	return recs, nil
 }
 
@@ -102,21 +107,18 @@ func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, 
 	return recs, contents, toBucket, nil
 }
 
-// precheck checks, in one round trip, that id may act on workspaceID and
-// that q fits what waits there now (without the workspace's lock: the
-// batch that stores checks it again, exactly). It returns who the call
-// acts as (send's verdict).
-func (s *Store) precheck(ctx context.Context, id *auth.Identity, q *quota, workspaceID uuid.UUID) (*auth.Identity, error) {
-	rt, err := s.roundTrip(ctx, id, workspaceID)
-	if err != nil {
-		return nil, err
+// inlineMax is the largest file kept in its row.
+func (s *Store) inlineMax() int64 {
+	if s.bucket == nil {
+		return s.MaxFileBytes
 	}
-	q.queue(rt, false)
-	caller, err := rt.send(ctx, "check")
-	if err != nil {
-		return nil, err
-	}
-	return caller, q.refusal()
+	return s.InlineMaxBytes
+}
+
+// objectKey is the key of a file's object: chosen by the server from IDs,
+// never from the file's name. Only the Store writes under objects/.
+func objectKey(workspaceID, fileID uuid.UUID) string {
+	return fmt.Sprintf("objects/%s/%s", workspaceID, fileID)
 }
 
 // objectConcurrency bounds the parallel writes (or copies) of one batch
@@ -192,6 +194,15 @@ func (s *Store) quotaFor(files, bytes int64) *quota {
 	return q
 }
 
+// total is the size of recs' files.
+func total(recs []Record) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.SizeBytes
+	}
+	return n
+}
+
 // refusal is the QuotaError the measured counts show, or nil when the
 // call fits (or nothing was measured).
 func (q *quota) refusal() error {
@@ -207,23 +218,23 @@ func (q *quota) refusal() error {
 	return nil
 }
 
-// queue adds to rt: with lock, the workspace's lock (held to the end of
-// the batch's transaction, taken only for a caller allowed on the
-// workspace), then the count of what waits, which the refusal reports.
-// The statement that stores must carry cond, which counts again in its
-// own snapshot, after the lock.
-func (q *quota) queue(rt *roundTrip, lock bool) {
+// queue adds to b, for a's caller: with lock, the workspace's lock (held
+// to the end of the batch's transaction, taken only for a caller allowed
+// on the workspace), then the count of what waits, which the refusal
+// reports. The statement that stores must carry quotaFits, which counts
+// again in its own snapshot, after the lock.
+func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 	if q == nil {
 		return
 	}
 	if lock {
 		// A transaction-level advisory lock per workspace: concurrent
 		// stages of one workspace count one after the other.
-		rt.queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE `+rt.callerMayAct, nil)
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 	}
-	rt.queue(`
+	b.Queue(`
 		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
-		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+rt.callerMayAct, nil,
+		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND ` + a.callerMayAct,
 	).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
@@ -260,12 +271,13 @@ type inserted struct {
 	n        int
 }
 
-// queueInsert queues on rt the INSERT of recs (the bytes of an inline
+// queueInsert queues on b, for a caller whose condition is callerMayAct
+// (access), the INSERT of recs (the bytes of an inline
 // one in contents, nil for one in the bucket) and of their activity rows,
 // as one statement; the rows' created_at and expires_at come back into
 // recs. It inserts only when the files fit q (quotaFits) and, for
-// Commit, when every presigned upload of uploadIDs (recs[i] copied from
-// uploadIDs[i]; none for Stage) is claimed for its file in the same
+// Commit, when every presigned upload of uploadIDs (as text: recs[i]
+// copied from uploadIDs[i]; none for Stage) is claimed for its file in the same
 // transaction (claimedAll). Each file is a VALUES
 // row of its own arguments (@file_id_0, @content_0, …): its bytes go to
 // Postgres as one bytea, not inside an array Postgres would take apart
@@ -278,15 +290,15 @@ type inserted struct {
 // and must not then store the files a retrying client stages again. (A
 // freeze in the instant between the server's commit and its answer still
 // leaves the outcome unknown; nothing can close that.)
-func queueInsert(ctx context.Context, rt *roundTrip, ttl time.Duration,
-	recs []Record, contents [][]byte, uploadIDs []uuid.UUID, q *quota) *inserted {
+func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl time.Duration,
+	recs []Record, contents [][]byte, uploadIDs []string, q *quota) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
-	fileIDs := make([]uuid.UUID, len(uploadIDs))
+	fileIDs := make([]string, len(uploadIDs))
 	for i := range uploadIDs {
-		fileIDs[i] = recs[i].FileID
+		fileIDs[i] = recs[i].FileID.String()
 	}
 	named := q.args(pgx.StrictNamedArgs{"deadline": ins.deadline, "ttl_micros": ttl.Microseconds(),
-		"upload_ids": uuidArray(uploadIDs), "file_ids": uuidArray(fileIDs)})
+		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs})
 	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -301,7 +313,7 @@ func queueInsert(ctx context.Context, rt *roundTrip, ttl time.Duration,
 			"::bytea, @filename_" + n + "::text, @mimetype_" + n + "::text)"
 		ins.recs[r.FileID] = r
 	}
-	rt.queue(`
+	b.Queue(`
 		WITH ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
@@ -309,7 +321,7 @@ func queueInsert(ctx context.Context, rt *roundTrip, ttl time.Duration,
 		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+rt.callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
@@ -344,13 +356,14 @@ func deadlineOf(ctx context.Context) *time.Time {
 	return nil
 }
 
-// finish sends a staging round trip (Stage's or Commit's) and settles it:
-// the rows are stored, or nothing is, and then the objects written for
-// recs are deleted when that is certain. When the batch ran and stored
+// finish sends b, a staging round trip (Stage's or Commit's), for a's
+// caller and settles it: the rows are stored, and the Notifier hears of
+// them (notify), or nothing is, and then the objects written for recs
+// are deleted when that is certain. When the batch ran and stored
 // nothing though the caller was allowed: a *QuotaError when q refused it,
 // else errClaimLost (Commit's claim could not take its uploads).
-func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quota, recs []Record) error {
-	if _, err := rt.send(ctx, "stage"); err != nil {
+func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *inserted, q *quota, recs []Record) error {
+	if err := a.send(ctx, "stage", b); err != nil {
 		// The batch was its own transaction: if its answer was lost it
 		// may have committed, and then the objects must stay; the sweep
 		// deletes them if it did not (markOrphans).
@@ -363,6 +376,7 @@ func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quo
 	}
 	switch ins.n {
 	case len(recs):
+		s.notify(ctx, a.ws, recs)
 		return nil
 	case 0:
 		s.discard(ctx, recs)
@@ -375,6 +389,12 @@ func (s *Store) finish(ctx context.Context, rt *roundTrip, ins *inserted, q *quo
 		return errClaimLost
 	}
 	return fmt.Errorf("stage: inserted %d rows, want %d", ins.n, len(recs))
+}
+
+// refused reports whether err is a caller's refusal (access.send's verdict), as
+// opposed to the database's error.
+func refused(err error) bool {
+	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed)
 }
 
 // errClaimLost is a staging batch that ran and stored nothing though its
@@ -435,13 +455,23 @@ func (s *Store) markOrphans(ctx context.Context, recs []Record) {
 	}
 }
 
+// orphanPrefix holds a marker for each object written for rows whose
+// commit could not be told (markOrphans): orphans/<workspace>/<file> for
+// objects/<workspace>/<file>.
+const orphanPrefix = "orphans/"
+
+func orphanMarker(objectKey string) string {
+	return orphanPrefix + strings.TrimPrefix(objectKey, "objects/")
+}
+
 // CleanupBudget bounds the best-effort work done after a failure
 // (discarding the objects written for rows that did not commit), so that
 // it never outlives the caller's deadline by much: a Lambda keeps a few
 // seconds of margin for it.
 const CleanupBudget = 2 * time.Second
 
-// notify tells the Notifier, if any, of recs (one workspace's).
+// notify tells the Notifier, if any, of recs (one workspace's), once
+// their transaction committed (finish).
 func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record) {
 	if s.Notifier == nil || len(recs) == 0 {
 		return

@@ -2,12 +2,9 @@ package pendinguploads
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -96,33 +93,3 @@ func (s *Store) HasBucket() bool { return s.bucket != nil }
 
 // FileCap is the per-file cap in force.
 func (s *Store) FileCap() int64 { return s.MaxFileBytes }
-
-// inlineMax is the largest file kept in its row.
-func (s *Store) inlineMax() int64 {
-	if s.bucket == nil {
-		return s.MaxFileBytes
-	}
-	return s.InlineMaxBytes
-}
-
-// objectKey is the key of a file's object: chosen by the server from IDs,
-// never from the file's name. Only the Store writes under objects/.
-func objectKey(workspaceID, fileID uuid.UUID) string {
-	return fmt.Sprintf("objects/%s/%s", workspaceID, fileID)
-}
-
-// orphanPrefix holds a marker for each object written for rows whose
-// commit could not be told (markOrphans): orphans/<workspace>/<file> for
-// objects/<workspace>/<file>.
-const orphanPrefix = "orphans/"
-
-func orphanMarker(objectKey string) string {
-	return orphanPrefix + strings.TrimPrefix(objectKey, "objects/")
-}
-
-// stagingKey is where a presigned upload's client puts the bytes, before
-// a commit places them under objects/. The bucket's lifecycle rule
-// removes staging objects that are never committed.
-func stagingKey(workspaceID, uploadID uuid.UUID) string {
-	return fmt.Sprintf("staging/%s/%s", workspaceID, uploadID)
-}

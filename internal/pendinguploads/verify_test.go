@@ -29,7 +29,9 @@ func identify(ctx context.Context, a *auth.Authenticator, s *pendinguploads.Stor
 	if err != nil {
 		return nil, err
 	}
-	return s.Verify(auth.NewContext(ctx, id), id, &ws)
+	rctx := auth.NewContext(ctx, id)
+	err = s.Verify(rctx, id, &ws)
+	return auth.FromContext(rctx), err
 }
 
 func bearer(tok string) *http.Request {
@@ -63,13 +65,13 @@ func TestVerify(t *testing.T) {
 
 	t.Run("Admin", func(t *testing.T) {
 		id, err := identify(ctx, a, s, bearer(adminToken), uuid.New())
-		if err != nil || id.Kind != auth.Admin || !id.Trusted() {
+		if err != nil || id.Kind() != auth.Admin || !id.Trusted() {
 			t.Fatalf("got %+v, %v", id, err)
 		}
 	})
 	t.Run("Workspace", func(t *testing.T) {
 		id, err := identify(ctx, a, s, bearer(tok), ws)
-		if err != nil || id.Kind != auth.Workspace || id.WorkspaceID != ws || id.Trusted() || id.TokenPrefix != info.Prefix {
+		if err != nil || id.Kind() != auth.Workspace || id.WorkspaceID() != ws || id.Trusted() || id.TokenPrefix() != info.Prefix {
 			t.Fatalf("got %+v, %v", id, err)
 		}
 	})
@@ -107,7 +109,7 @@ func TestVerify(t *testing.T) {
 		}
 		pool.Reset() // new connections pick the setting up
 		rctx := auth.NewContext(ctx, auth.TokenIdentity(tok2))
-		if _, err := s.Verify(rctx, auth.TokenIdentity(tok2), &ws); err != nil {
+		if err := s.Verify(rctx, auth.TokenIdentity(tok2), &ws); err != nil {
 			t.Fatalf("read-only database: got %v, want the token accepted", err)
 		}
 		stamp := auth.TakeStamp(rctx)
@@ -134,9 +136,9 @@ func TestVerifyFailsClosed(t *testing.T) {
 	}
 	ws := uuid.New()
 	ctx := auth.NewContext(context.Background(), id)
-	_, err = s.Verify(ctx, id, &ws)
-	if err == nil || errors.Is(err, auth.ErrInvalid) || id.Kind != auth.Bearer || auth.FromContext(ctx) != id {
-		t.Fatalf("closed pool: got %v (kind %v), want a database error and the token unresolved", err, id.Kind)
+	err = s.Verify(ctx, id, &ws)
+	if err == nil || errors.Is(err, auth.ErrInvalid) || id.Kind() != auth.Bearer || auth.FromContext(ctx) != id {
+		t.Fatalf("closed pool: got %v (kind %v), want a database error and the token unresolved", err, id.Kind())
 	}
 }
 
@@ -268,7 +270,7 @@ func TestOrgTokens(t *testing.T) {
 			t.Errorf("%s on %s: got %v, want %v", c.token, c.ws, err, c.want)
 			continue
 		}
-		if c.want != auth.ErrInvalid && (id.Kind != auth.Org || id.TokenPrefix != c.token[:6]) {
+		if c.want != auth.ErrInvalid && (id.Kind() != auth.Org || id.TokenPrefix() != c.token[:6]) {
 			t.Errorf("%s: identity %+v, want an org token", c.token, id)
 		}
 	}
@@ -276,7 +278,7 @@ func TestOrgTokens(t *testing.T) {
 	t.Run("StampsLastUsedAt", func(t *testing.T) {
 		id := auth.TokenIdentity("org_root2")
 		rctx := auth.NewContext(ctx, id)
-		if _, err := s.Verify(rctx, id, &o.child2); err != nil {
+		if err := s.Verify(rctx, id, &o.child2); err != nil {
 			t.Fatal(err)
 		}
 		stamp := auth.TakeStamp(rctx)

@@ -12,11 +12,11 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
 
-// Verifier checks a bearer identity against a workspace, returning the
-// identity found: pendinguploads.Store is one, with the API's own
+// Verifier checks a bearer identity against a workspace: nil when it
+// may act on it. pendinguploads.Store is one, with the API's own
 // look-up.
 type Verifier interface {
-	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) (*auth.Identity, error)
+	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error
 }
 
 var _ Verifier = (*pendinguploads.Store)(nil)
@@ -59,7 +59,7 @@ func Allow(ctx context.Context, v Verifier, c Credentials) (uuid.UUID, error) {
 		return uuid.Nil, fmt.Errorf("%w: no token", ErrRefused)
 	}
 	id := auth.TokenIdentity(tok)
-	switch _, err := v.Verify(ctx, id, &ws); {
+	switch err := v.Verify(ctx, id, &ws); {
 	case errors.Is(err, auth.ErrInvalid), errors.Is(err, auth.ErrNotAllowed):
 		return uuid.Nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	case err != nil:
