@@ -26,7 +26,10 @@
 //
 //	go run ./internal/tools/walk [-v] [-start 'pkg.(*T).method']
 //
-// -v prints the sequence, one line a function. It exits non-zero only
+// -v prints the sequence, one line a function. -order run reads a call's
+// arguments before the call, as they run, instead of as the source reads
+// (writeJSON(w, 200, a.staged(...)): staged, then writeJSON); the two
+// orders can differ by a climb or a return. It exits non-zero only
 // when it cannot load the code.
 package main
 
@@ -49,6 +52,7 @@ import (
 )
 
 const module = "github.com/pendinguploads/pendinguploads"
+
 
 // listed is what `go list -json -export -deps` says of a package.
 type listed struct {
@@ -82,14 +86,19 @@ func main() {
 	follow := flag.String("packages", "internal/httpapi,internal/pendinguploads,internal/auth",
 		"the packages a reader opens (comma-separated, without the module path): a call into any other package is read by its doc comment, not followed")
 	skip := flag.String("skip", "", "functions not to read (comma-separated, as -start names them, without the module path): a branch the request does not take")
+	order := flag.String("order", "reading", "reading: a call before its arguments, as the source reads (f(g(x)): f, g); run: its arguments first, as they run (g, f)")
 	flag.Parse()
-	if err := run(*start, strings.Split(*follow, ","), strings.Split(*skip, ","), *verbose, os.Stdout); err != nil {
+	if *order != "reading" && *order != "run" {
+		fmt.Fprintln(os.Stderr, "walk: -order is reading or run")
+		os.Exit(2)
+	}
+	if err := run(*start, strings.Split(*follow, ","), strings.Split(*skip, ","), *order == "run", *verbose, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "walk:", err)
 		os.Exit(1)
 	}
 }
 
-func run(start string, follow, skip []string, verbose bool, out io.Writer) error {
+func run(start string, follow, skip []string, runOrder, verbose bool, out io.Writer) error {
 	slash := strings.LastIndex(start, "/")
 	dot := strings.Index(start[slash+1:], ".")
 	if slash < 0 || dot < 0 || !strings.HasPrefix(start, module) {
@@ -111,6 +120,7 @@ func run(start string, follow, skip []string, verbose bool, out io.Writer) error
 	if w.funcs[start] == nil {
 		return fmt.Errorf("no function %s", start)
 	}
+	w.runOrder = runOrder
 	w.follow = map[string]bool{}
 	for _, p := range follow {
 		w.follow[module+"/"+strings.TrimSpace(p)] = true
@@ -158,6 +168,8 @@ type walker struct {
 	methods map[string][]*fn
 	seen    map[string]bool
 	follow  map[string]bool // the packages opened
+	// runOrder reads a call's arguments before the call (-order run).
+	runOrder bool
 }
 
 // load parses and type-checks every repository package of pkgs, each
@@ -267,13 +279,26 @@ func (w *walker) read(start string) []*fn {
 		}
 		w.seen[f.key] = true
 		seq = append(seq, f)
+		// Reading order: a call before its arguments, as the source
+		// reads (f(g(x)): f, then g). Run order: the arguments first, as
+		// they run (g, then f).
+		var stack []ast.Node
 		ast.Inspect(f.decl.Body, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
+			if n != nil {
+				stack = append(stack, n)
+				if call, ok := n.(*ast.CallExpr); ok && !w.runOrder {
+					for _, g := range w.callees(f.pkg, call) {
+						visit(g)
+					}
+				}
 				return true
 			}
-			for _, g := range w.callees(f.pkg, call) {
-				visit(g)
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if call, ok := top.(*ast.CallExpr); ok && w.runOrder {
+				for _, g := range w.callees(f.pkg, call) {
+					visit(g)
+				}
 			}
 			return true
 		})
