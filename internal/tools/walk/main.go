@@ -53,7 +53,6 @@ import (
 
 const module = "github.com/pendinguploads/pendinguploads"
 
-
 // listed is what `go list -json -export -deps` says of a package.
 type listed struct {
 	ImportPath string
