@@ -76,7 +76,7 @@ func declaresLanguageExtensions(t *yaml.Node) (bool, error) {
 	}
 	le := slices.Index(names, languageExtensions)
 	if sam := slices.Index(names, "AWS::Serverless-2016-10-31"); le >= 0 && sam >= 0 && sam < le {
-		return false, fmt.Errorf("Transform: %s must come before AWS::Serverless-2016-10-31", languageExtensions)
+		return false, fmt.Errorf("transform %s must come before AWS::Serverless-2016-10-31", languageExtensions)
 	}
 	return le >= 0, nil
 }
@@ -147,35 +147,36 @@ func (x expander) expand(m *yaml.Node, params map[string]string) (*yaml.Node, er
 // parameter would expand per deploy, which a test cannot know.
 func loopOf(k, v *yaml.Node) (string, []string, *yaml.Node, error) {
 	if v.Kind != yaml.SequenceNode || len(v.Content) != 3 {
-		return "", nil, nil, fmt.Errorf("line %d: %s takes [identifier, collection, fragment]", k.Line, k.Value)
+		return noLoop(fmt.Errorf("line %d: %s takes [identifier, collection, fragment]", k.Line, k.Value))
 	}
 	id, coll, frag := v.Content[0], v.Content[1], v.Content[2]
 	if id.Kind != yaml.ScalarNode || id.Value == "" {
-		return "", nil, nil, fmt.Errorf("line %d: %s: the identifier is not a string", id.Line, k.Value)
+		return noLoop(fmt.Errorf("line %d: %s: the identifier is not a string", id.Line, k.Value))
 	}
 	if coll.Kind != yaml.SequenceNode || coll.Tag != "!!seq" {
-		return "", nil, nil, fmt.Errorf("line %d: %s: the collection is not a list of strings (a Ref to a parameter is not read here)", coll.Line, k.Value)
+		return noLoop(fmt.Errorf("line %d: %s: the collection is not a list of strings (a Ref to a parameter is not read here)", coll.Line, k.Value))
 	}
 	var items []string
 	for _, c := range coll.Content {
 		if c.Kind != yaml.ScalarNode || strings.HasPrefix(c.Tag, "!") && !strings.HasPrefix(c.Tag, "!!") {
-			return nil2(fmt.Errorf("line %d: %s: a collection item is not a string", c.Line, k.Value))
+			return noLoop(fmt.Errorf("line %d: %s: a collection item is not a string", c.Line, k.Value))
 		}
 		items = append(items, c.Value)
 	}
 	if frag.Kind != yaml.MappingNode || len(frag.Content) == 0 {
-		return nil2(fmt.Errorf("line %d: %s: the fragment is not a mapping", frag.Line, k.Value))
+		return noLoop(fmt.Errorf("line %d: %s: the fragment is not a mapping", frag.Line, k.Value))
 	}
 	for i := 0; i < len(frag.Content); i += 2 {
 		key := frag.Content[i].Value
 		if !forEachKey.MatchString(key) && !strings.Contains(key, "${"+id.Value+"}") && !strings.Contains(key, "&{"+id.Value+"}") {
-			return nil2(fmt.Errorf("line %d: %s: the output key %s does not name ${%s}, so every item would make the same key", frag.Content[i].Line, k.Value, key, id.Value))
+			return noLoop(fmt.Errorf("line %d: %s: the output key %s does not name ${%s}, so every item would make the same key", frag.Content[i].Line, k.Value, key, id.Value))
 		}
 	}
 	return id.Value, items, frag, nil
 }
 
-func nil2(err error) (string, []string, *yaml.Node, error) { return "", nil, nil, err }
+// noLoop is loopOf's answer when it fails.
+func noLoop(err error) (string, []string, *yaml.Node, error) { return "", nil, nil, err }
 
 var nonAlnum = regexp.MustCompile(`[^0-9A-Za-z]+`)
 
