@@ -14,7 +14,8 @@
 // network, database, secrets and bucket), and given a network and a
 // database it creates none of them. The template CloudFormation gets is
 // held too (translated_test.go): the SAM transform's output, made by the
-// SAM translator cfn-lint ships (testdata/translate.py) for three shapes,
+// SAM translator cfn-lint ships (testdata/translate.py, after cfn-lint's
+// expander of the AWS::LanguageExtensions loops) for three shapes,
 // with one stage, the routes and their permissions on it, no reserved
 // concurrency at the defaults, and the order of creation a first deploy
 // needs. scripts/ensure-tools.sh, which make

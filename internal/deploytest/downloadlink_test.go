@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/pendinguploads/pendinguploads/internal/config"
 )
 
@@ -71,15 +73,12 @@ func TestDownloadLinkSettings(t *testing.T) {
 	if err != nil || n < config.MinLinkKeyLength {
 		t.Errorf("DownloadLinkKeySecret: PasswordLength %d (%v), want at least %d", n, err, config.MinLinkKeyLength)
 	}
+	resources := map[string]*yaml.Node{}
+	for i, res := 0, get(tpl.doc, "Resources"); i+1 < len(res.Content); i += 2 {
+		resources[res.Content[i].Value] = res.Content[i+1]
+	}
 	for id, fn := range tpl.functions {
-		reads := false
-		if pols := get(fn.node, "Properties", "Policies"); pols != nil {
-			for _, pol := range pols.Content {
-				if ref(get(pol, "AWSSecretsManagerGetSecretValuePolicy", "SecretArn")) == "DownloadLinkKeySecret" {
-					reads = true
-				}
-			}
-		}
+		reads := secretsReadBy(get(fn.node, "Properties", "Policies"), resources)["Ref:"+linkKeySecret]
 		env := get(fn.node, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_KEY_SECRET_ARN")
 		if id == "Content" {
 			if !reads || ref(env) != "DownloadLinkKeySecret" || ref(get(fn.node, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_TTL")) != "DownloadLinkTtl" {

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,10 +393,13 @@ func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
 }
 
 // checkFunctionSecrets: every function this shape creates with the
-// Globals' environment reads the database secret it is given
-// (DB_SECRET_ARN) and, when given ADMIN_TOKEN_SECRET_ARN, the admin
-// token's, each allowed by its policy: both resolved in this shape. (The
-// iotendpoint function replaces that environment, and reads no secret.)
+// Globals' environment may read exactly the secrets it is given, and no
+// other: the database's (DB_SECRET_ARN), the admin token's when given
+// ADMIN_TOKEN_SECRET_ARN, the download links' key when given
+// DOWNLOAD_LINK_KEY_SECRET_ARN (the content function), each resolved in
+// this shape. (The iotendpoint function replaces that environment, and
+// reads no secret.) The proxy, when there is one, reads the database's
+// alone.
 func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
 	t.Helper()
 	if got := s.env("DB_SECRET_ARN"); got != dbSecret {
@@ -407,21 +411,71 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 		if fn == nil || ref(get(s.tpl.functions[id].node, "Properties", "Environment")) == "AWS::NoValue" {
 			continue
 		}
-		allowed := map[string]bool{}
-		for _, pol := range get(fn, "Properties", "Policies").Content {
-			if v := get(pol, "AWSSecretsManagerGetSecretValuePolicy", "SecretArn"); v != nil {
-				allowed[canon(v)] = true
-			}
-		}
-		if !allowed[dbSecret] {
-			t.Errorf("%s: may not read DB_SECRET_ARN's secret %s (allowed: %v)", id, dbSecret, allowed)
-		}
+		want := map[string]bool{dbSecret: true}
 		if v := get(fn, "Properties", "Environment", "Variables", "ADMIN_TOKEN_SECRET_ARN"); v != nil {
-			if got := canon(v); got != tokenSecret || !allowed[tokenSecret] {
-				t.Errorf("%s: ADMIN_TOKEN_SECRET_ARN %s (allowed: %v), want %s, allowed", id, got, allowed, tokenSecret)
+			if got := canon(v); got != tokenSecret {
+				t.Errorf("%s: ADMIN_TOKEN_SECRET_ARN %s, want %s", id, got, tokenSecret)
 			}
+			want[tokenSecret] = true
+		}
+		if v := get(fn, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_KEY_SECRET_ARN"); v != nil {
+			want[canon(v)] = true
+		}
+		if got := secretsReadBy(get(fn, "Properties", "Policies"), created); !maps.Equal(got, want) {
+			t.Errorf("%s may read the secrets %v, want exactly %v", id, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
 	}
+	for _, id := range s.ofType("AWS::RDS::DBProxy") {
+		role := getAtt(get(created[id], "Properties", "RoleArn"))
+		r := created[strings.TrimSuffix(role, ".Arn")]
+		got := secretsReadBy(get(r, "Properties", "ManagedPolicyArns"), created)
+		for i := 0; get(r, "Properties", "Policies") != nil && i < len(get(r, "Properties", "Policies").Content); i++ {
+			maps.Copy(got, statementSecrets(get(get(r, "Properties", "Policies").Content[i], "PolicyDocument", "Statement")))
+		}
+		if !maps.Equal(got, map[string]bool{dbSecret: true}) {
+			t.Errorf("%s's role %s may read the secrets %v, want %s alone", id, role, slices.Sorted(maps.Keys(got)), dbSecret)
+		}
+	}
+}
+
+// secretsReadBy returns the secrets (canon) that policies allow
+// secretsmanager:GetSecretValue on: SAM's AWSSecretsManagerGetSecretValuePolicy
+// entries, Statement entries, and the statements of the
+// AWS::IAM::ManagedPolicy resources named by Ref (from resources).
+func secretsReadBy(policies *yaml.Node, resources map[string]*yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; policies != nil && i < len(policies.Content); i++ {
+		pol := policies.Content[i]
+		if v := get(pol, "AWSSecretsManagerGetSecretValuePolicy", "SecretArn"); v != nil {
+			out[canon(v)] = true
+		}
+		maps.Copy(out, statementSecrets(get(pol, "Statement")))
+		if r := resources[ref(pol)]; r != nil && scalar(get(r, "Type")) == "AWS::IAM::ManagedPolicy" {
+			maps.Copy(out, statementSecrets(get(r, "Properties", "PolicyDocument", "Statement")))
+		}
+	}
+	return out
+}
+
+// statementSecrets returns the resources (canon) of the Allow statements
+// that grant secretsmanager:GetSecretValue.
+func statementSecrets(statements *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; statements != nil && i < len(statements.Content); i++ {
+		st := statements.Content[i]
+		actions := append(seq(get(st, "Action")), scalar(get(st, "Action")))
+		if scalar(get(st, "Effect")) != "Allow" || !slices.Contains(actions, "secretsmanager:GetSecretValue") {
+			continue
+		}
+		if r := get(st, "Resource"); r != nil && r.Kind == yaml.SequenceNode && r.Tag == "!!seq" {
+			for _, c := range r.Content {
+				out[canon(c)] = true
+			}
+		} else {
+			out[canon(r)] = true
+		}
+	}
+	return out
 }
 
 // lit is a plain scalar's value, booleans included; "" for anything else.

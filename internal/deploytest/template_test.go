@@ -88,7 +88,8 @@ func loadTemplate(t *testing.T) template {
 }
 
 // executeAPIArn is the SourceArn of an API Gateway permission, as the
-// template writes it: ${Api}/${Api.Stage}/METHOD/path.
+// template writes it (an Fn::Sub, its variables put in):
+// ${Api}/${Api.Stage}/METHOD/path.
 var executeAPIArn = regexp.MustCompile(`^arn:\$\{AWS::Partition\}:execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{([^}]*)\}/\$\{([^}]*)\}/([A-Z]+)(/.*)$`)
 
 // routes returns every permission of API Gateway to invoke a function,
@@ -102,10 +103,8 @@ func (tpl template) routes() []route {
 			continue
 		}
 		r := route{permission: res.Content[i].Value, function: ref(get(p, "FunctionName"))}
-		if arn := get(p, "SourceArn"); arn != nil && arn.Tag == "!Sub" {
-			if m := executeAPIArn.FindStringSubmatch(arn.Value); m != nil {
-				r.api, r.stage, r.method, r.path = m[1], m[2], m[3], m[4]
-			}
+		if m := executeAPIArn.FindStringSubmatch(subString(get(p, "SourceArn"))); m != nil {
+			r.api, r.stage, r.method, r.path = m[1], m[2], m[3], m[4]
 		}
 		rs = append(rs, r)
 	}

@@ -403,3 +403,30 @@ func routesWithPreflights() [][3]string {
 	}
 	return out
 }
+
+// TestTranslatedKeepsTheTemplatesResources: the resources the template
+// tests read (samtemplate's expansion of the Fn::ForEach loops) are the
+// ones CloudFormation gets (cfn-lint's expansion, then the SAM
+// transform): every plain CloudFormation resource, by logical ID and
+// type, the looped permissions, alarms and log groups among them.
+func TestTranslatedKeepsTheTemplatesResources(t *testing.T) {
+	tpl := loadTemplate(t)
+	res := get(tpl.doc, "Resources")
+	forEachShape(t, func(t *testing.T, s *shape) {
+		translatedRes := get(s.tpl.doc, "Resources")
+		for i := 0; i+1 < len(res.Content); i += 2 {
+			id, typ := res.Content[i].Value, scalar(get(res.Content[i+1], "Type"))
+			if strings.HasPrefix(typ, "AWS::Serverless::") {
+				continue
+			}
+			if got := scalar(get(translatedRes, id, "Type")); got != typ {
+				t.Errorf("%s: %s in the template as the tests read it, %q in the translated template", id, typ, got)
+			}
+		}
+		for _, id := range []string{"UploadRouteInvoke", "ContentDownloadPreflightInvoke", "PushauthErrorsAlarm", "SweepThrottlesAlarm", "AdminLogs"} {
+			if get(res, id) == nil {
+				t.Errorf("%s: not in the template as the tests read it", id)
+			}
+		}
+	})
+}

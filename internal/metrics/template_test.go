@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
 
 // A metricRef is one metric of the service's namespace, by name and
@@ -151,15 +153,12 @@ func emitted(t *testing.T, root string) map[metricRef]bool {
 }
 
 // templateRefs returns the metrics of namespace that template.yaml's
-// alarms and dashboards reference, and every namespace they use.
+// alarms and dashboards reference (its loops expanded, as CloudFormation
+// expands them), and every namespace they use.
 func templateRefs(t *testing.T, root, namespace string) (map[metricRef][]string, map[string]bool) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	doc, err := samtemplate.Read(root)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
 	refs := map[metricRef][]string{}

@@ -21,7 +21,8 @@
 //	gatewaytest a loopback REST API Gateway in front of every function
 //	            binary, each route invoking the function httpapi.Routes
 //	            names: clients run against the binaries as against AWS
-//	samtemplate template.yaml and lambda.mk as the tests read them
+//	samtemplate template.yaml (its Fn::ForEach loops expanded as
+//	            CloudFormation does) and lambda.mk as the tests read them
 //	faultkit    requests under faults: a dependency frozen (SIGSTOP) while
 //	            calls run, and the answers they must get
 //	cptest      the control plane's session check, a real HTTP stand-in

@@ -5,8 +5,11 @@ Usage: python3 translate.py ROOT < shapes.json > translated.json
 shapes.json maps a shape's name to its parameter values (those not given
 take their defaults). For each shape this reads ROOT/template.yaml with
 cfn-lint's decoder (the short forms, !Ref and the rest, as CloudFormation
-reads them), puts ROOT/openapi.yaml where the Api's DefinitionBody includes
-it (what the AWS::Include transform does), gives each function the S3
+reads them), expands its Fn::ForEach loops as the AWS::LanguageExtensions
+transform does, first, as CloudFormation runs it before the SAM transform
+(cfn-lint's own expander of that transform), puts ROOT/openapi.yaml where
+the Api's DefinitionBody includes it (what the AWS::Include transform
+does), gives each function the S3
 address `sam package` would, and runs the AWS::Serverless-2016-10-31
 transform: the SAM translator that cfn-lint ships (samtranslator), with
 the shape's parameter values and cfn-lint's copy of the managed policies'
@@ -23,6 +26,8 @@ import yaml
 from cfnlint.data import Serverless
 from cfnlint.decode import decode_str
 from cfnlint.helpers import load_resource
+from cfnlint.template import Template
+from cfnlint.template.transforms._language_extensions import language_extension
 from samtranslator.parser import parser
 from samtranslator.translator.translator import Translator
 
@@ -40,6 +45,28 @@ def include(node, root):
     return node
 
 
+def language_extensions(source):
+    """Expands Fn::ForEach (and resolves what the transform resolves) when
+    Transform lists AWS::LanguageExtensions before the SAM transform, and
+    takes the transform out of the list, as CloudFormation has run it."""
+    transforms = source.get("Transform", [])
+    if isinstance(transforms, str):
+        transforms = [transforms]
+    if "AWS::LanguageExtensions" not in transforms:
+        return source
+    if transforms.index("AWS::LanguageExtensions") > transforms.index("AWS::Serverless-2016-10-31"):
+        sys.exit("template.yaml: AWS::LanguageExtensions must come before AWS::Serverless-2016-10-31")
+    # cfn-lint's Template reorders the arguments of Fn::Equals as it reads
+    # them; the transform walks the template as written.
+    cfn = Template("template.yaml", copy.deepcopy(source), ["us-east-1"])
+    cfn.template = source
+    problems, expanded = language_extension(cfn)
+    if problems:
+        sys.exit("template.yaml: the AWS::LanguageExtensions transform: %s" % problems)
+    expanded["Transform"] = [t for t in transforms if t != "AWS::LanguageExtensions"]
+    return expanded
+
+
 def main():
     root = sys.argv[1]
     shapes = json.load(sys.stdin)
@@ -48,7 +75,7 @@ def main():
     if problems:
         sys.exit("template.yaml: %s" % problems)
     # The decoder's nodes are dicts and strings with line numbers: plain data.
-    source = include(json.loads(json.dumps(source)), root)
+    source = include(language_extensions(json.loads(json.dumps(source))), root)
     for res in source.get("Resources", {}).values():
         if res.get("Type") == "AWS::Serverless::Function":
             res.setdefault("Properties", {})["CodeUri"] = "s3://artifacts/pendinguploads.zip"

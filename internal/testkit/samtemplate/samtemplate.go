@@ -1,6 +1,8 @@
 // Package samtemplate reads the repository's SAM template and function
 // builds for tests: template.yaml as a yaml.Node (CloudFormation's short
-// forms, !Ref, !Sub, !If, kept as tags) and lambda.mk's LAMBDA_FUNCTIONS
+// forms, !Ref, !Sub, !If, kept as tags), its Fn::ForEach loops expanded as
+// the AWS::LanguageExtensions transform expands them before the SAM
+// transform runs (foreach.go), and lambda.mk's LAMBDA_FUNCTIONS
 // (each logical ID with its directory under functions/). The template
 // tests (internal/deploytest) and the tests that run the function
 // binaries as the template deploys them (functions/) read both through it.
@@ -16,14 +18,25 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Read parses template.yaml under root (the module's root).
+// Read parses template.yaml under root (the module's root), with every
+// Fn::ForEach of its Resources, Conditions and Outputs expanded: the
+// resources it makes are there by their logical IDs, as CloudFormation
+// hands them to the SAM transform. A loop it cannot expand fails.
 func Read(root string) (*yaml.Node, error) {
 	b, err := os.ReadFile(filepath.Join(root, "template.yaml"))
 	if err != nil {
 		return nil, err
 	}
+	return Parse(b)
+}
+
+// Parse parses a template as Read does.
+func Parse(b []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("template.yaml: %w", err)
+	}
+	if err := expandLanguageExtensions(&doc); err != nil {
 		return nil, fmt.Errorf("template.yaml: %w", err)
 	}
 	return &doc, nil
