@@ -145,13 +145,15 @@ func wantParts(t *testing.T, first, second map[int]int, count, done int) {
 	}
 }
 
-// TestUploadKilledResumes: pendingctl upload of a 100 MiB file (13 parts
-// of 8 MiB, the server's defaults) killed with SIGKILL after 5 parts
-// reached the bucket, then run again: only the 8 missing parts are PUT,
-// exactly one file is staged, byte-exact, and the state file is gone.
+// TestUploadKilledResumes: pendingctl upload of a 24 MiB file (3 parts
+// of 8 MiB, the server's defaults, the last 123 bytes short) killed with
+// SIGKILL after 2 parts reached the bucket, then run again: only the
+// missing part is PUT, exactly one file is staged, byte-exact, and the
+// state file is gone. (The parts go at once, so either 2 may be first:
+// each is 16.0 MiB held.)
 func TestUploadKilledResumes(t *testing.T) {
-	const size, parts, done = 100 << 20, 13, 5
-	srv, proxy := partsServer(t, map[string]string{"MAX_FILE_BYTES": fmt.Sprint(size)})
+	const size, parts, done = 3*(8<<20) - 123, 3, 2
+	srv, proxy := partsServer(t, map[string]string{})
 	ws := uuid.New()
 	data := fastBytes(size, 1)
 	paths, _ := fixture(t, map[string][]byte{"big.bin": data})
@@ -177,7 +179,7 @@ func TestUploadKilledResumes(t *testing.T) {
 	if !strings.Contains(r.stderr, "resuming the interrupted upload of "+paths[0]) || strings.Count(r.stdout, "staged ") != 1 {
 		t.Errorf("rerun: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
-	if want := fmt.Sprintf("%d of %d parts of %s (40.0 MiB of 100.0 MiB) are in the bucket already; sending the other %d", done, parts, paths[0], parts-done); !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("%d of %d parts of %s (16.0 MiB of 24.0 MiB) are in the bucket already; sending the other %d", done, parts, paths[0], parts-done); !strings.Contains(r.stderr, want) {
 		t.Errorf("rerun: stderr %q, want %q", r.stderr, want)
 	}
 	wantParts(t, first, proxy.Parts(), parts, done)
@@ -349,17 +351,20 @@ func TestUploadInterrupted(t *testing.T) {
 
 // TestUploadCommitCutResumes: the commit of an upload in parts cut by its
 // deadline (every CopyObject answers later than the commit's budget,
-// REQUEST_TIMEOUT=2s plus the 11 MiB at pendinguploads.CopyRate) after
+// REQUEST_TIMEOUT=1s, the least the service takes, plus the 5 MiB at
+// pendinguploads.CopyRate) after
 // S3 assembled the parts: pendingctl upload fails (503, each of the
 // client's tries), says the upload can be resumed, and keeps its state.
 // Run again with the bucket still slow, it resumes with every part in the
 // bucket and none to send, fails the commit again, and never says the
 // server lost the upload (it did not). Run a third time with the bucket
 // quick again, it commits: one file, byte-exact, no part sent after the
-// first run.
+// first run. The file is the least in parts (2: 5 MiB, S3's least part,
+// and 123 bytes), as each cut commit waits out its whole budget, on each
+// of the client's tries.
 func TestUploadCommitCutResumes(t *testing.T) {
-	const size, parts = 11<<20 + 123, 3
-	srv, proxy := partsServer(t, map[string]string{"REQUEST_TIMEOUT": "2s",
+	const size, parts = 5<<20 + 123, 2
+	srv, proxy := partsServer(t, map[string]string{"REQUEST_TIMEOUT": "1s",
 		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 << 20), "MULTIPART_PART_BYTES": fmt.Sprint(5 << 20)})
 	ws := uuid.New()
 	data := fastBytes(size, 7)
@@ -386,7 +391,7 @@ func TestUploadCommitCutResumes(t *testing.T) {
 	if strings.Contains(r.stderr, "no longer has") || strings.Contains(r.stderr, "starting over") {
 		t.Errorf("second run: stderr %q says the upload is gone; it is not", r.stderr)
 	}
-	if want := "all 3 parts of " + paths[0] + " (11.0 MiB) are in the bucket already; committing"; !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("all %d parts of %s (5.0 MiB) are in the bucket already; committing", parts, paths[0]); !strings.Contains(r.stderr, want) {
 		t.Errorf("second run: stderr %q, want %q", r.stderr, want)
 	}
 	if got := proxy.Parts(); len(got) != 0 {

@@ -16,7 +16,9 @@ import (
 // how to decline before it does; under INSTALL=0 it stops with the one
 // apt-get line to run and runs no apt-get. Chromium is made missing
 // (CHROMIUM names a path that does not exist); apt-get and npm are stubs
-// that record their calls.
+// that record their calls. cfn-lint is a stub too, that prints a version:
+// the script only names the real one's (its --version imports all of it,
+// 2 s a run), and checks only that it is on PATH, which the test requires.
 func TestEnsureToolsSaysWhatItInstalls(t *testing.T) {
 	t.Parallel() // runs the script in a folder of stubs of its own, beside TestCfnLint
 	for _, tool := range []string{"moto_server", "cfn-lint"} {
@@ -34,6 +36,9 @@ func TestEnsureToolsSaysWhatItInstalls(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(stubs, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(stubs, "cfn-lint"), []byte("#!/bin/sh\necho cfn-lint 0.0.0-stub\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	fakeChromium := filepath.Join(stubs, "chromium")
 	if err := os.WriteFile(fakeChromium, []byte("#!/bin/sh\necho Chromium 1.0\n"), 0o755); err != nil {

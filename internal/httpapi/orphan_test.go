@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 
-	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -36,9 +35,12 @@ func keysUnder(t *testing.T, srv *apptest.Server, prefix string) []string {
 // object, written to the bucket before the rows, cannot be deleted before
 // the answer (the batch might still commit when the lock goes); it is
 // marked, and the first sweep after the batch can no longer commit
-// deletes it, and no object that has a row.
+// deletes it, and no object that has a row. REQUEST_TIMEOUT is 1 s, and
+// the batch left waiting is cancelled as statement_timeout cancels it (10
+// s after it began, a query_canceled) before the lock goes.
 func TestTimedOutUploadLeavesNoObject(t *testing.T) {
-	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024"}})
+	const requestTimeout = time.Second
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024", "REQUEST_TIMEOUT": requestTimeout.String()}})
 	ws := uuid.New()
 	kept := stage(t, srv, ws, "kept.bin", "application/octet-stream", strings.Repeat("k", 4096))
 
@@ -55,13 +57,12 @@ func TestTimedOutUploadLeavesNoObject(t *testing.T) {
 	body, ctype := form(t, file("late.bin", "application/octet-stream", strings.Repeat("l", 4096)))
 	res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body)
 	wantError(t, res, http.StatusServiceUnavailable, "storage unavailable, retry shortly", map[string]any{"code": "unavailable"})
-	if d := time.Since(start); d > httpapi.RequestDeadline+5*time.Second {
+	if d := time.Since(start); d > requestTimeout+5*time.Second {
 		t.Errorf("answered after %v", d)
 	}
-	// Postgres's statement_timeout and the request's deadline are both
-	// 10 s: when the server cancelled the statement first, the outcome was
-	// certain and the object went before the answer; otherwise it is
-	// there, and marked.
+	// Had Postgres cancelled the statement first (statement_timeout),
+	// the outcome was certain and the object went before the answer;
+	// otherwise it is there, and marked.
 	objects := keysUnder(t, srv, "objects/"+ws.String()+"/")
 	marks := keysUnder(t, srv, "orphans/")
 	switch {
@@ -72,9 +73,9 @@ func TestTimedOutUploadLeavesNoObject(t *testing.T) {
 		t.Fatalf("after the 503: objects %v, marks %v; want the late upload's object deleted, or kept and marked", objects, marks)
 	}
 	wantOrphans := len(marks)
-	// Past statement_timeout (10 s from the statement's start): the batch
-	// was cancelled, and releasing the lock lets nothing commit.
-	time.Sleep(time.Until(start.Add(12 * time.Second)))
+	// The batch still waits on the lock, its client gone: cancelled (as
+	// statement_timeout would), releasing the lock lets nothing commit.
+	cancelLockWaiters(t, srv)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +98,26 @@ func TestTimedOutUploadLeavesNoObject(t *testing.T) {
 	}
 	if marks := keysUnder(t, srv, "orphans/"); len(marks) != 0 {
 		t.Errorf("marks after the sweep: %v", marks)
+	}
+}
+
+// cancelLockWaiters cancels the statements of srv's database that wait on
+// a lock (pg_cancel_backend: a query_canceled, as statement_timeout's),
+// and returns once none waits, or fails t after 10 s.
+func cancelLockWaiters(t *testing.T, srv *apptest.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		var waiting int
+		err := srv.Pool.QueryRow(ctx, `SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting)
+		if err != nil {
+			t.Fatalf("cancel the statements waiting on a lock: %v", err)
+		}
+		if waiting == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

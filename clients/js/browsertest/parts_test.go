@@ -33,13 +33,15 @@ import (
 )
 
 const (
-	// hundredMiB is the file of the resume case: 13 parts of 8 MiB (the
-	// service's defaults: MULTIPART_THRESHOLD_BYTES 16 MiB,
-	// MULTIPART_PART_BYTES 8 MiB), the last one 4 MiB.
-	hundredMiB = 100 << 20
+	// resumeFileBytes is the file of the resume case: 7 parts of 8 MiB
+	// (the service's defaults: MULTIPART_THRESHOLD_BYTES 16 MiB,
+	// MULTIPART_PART_BYTES 8 MiB), the last one 4 MiB. More than four are
+	// left to send after the resume, so that the four in flight are a
+	// bound. (The largest file, 100 MiB, resumes in TestCanvasDropIn.)
+	resumeFileBytes = 52 << 20
 	// cutAbove: until the page resumes, the connection of every PUT of a
 	// part above this one is cut.
-	cutAbove = 6
+	cutAbove = 2
 	// abortInPartsBytes is the file aborted while its parts travel (8
 	// parts), and abortInPartsAt the bytes sent when it is: more than four
 	// parts hold, so at least one part is in the bucket when the abort
@@ -236,7 +238,7 @@ func incompleteUploadsUnder(t *testing.T, c *s3.Client, bucket, prefix string) [
 // Chromium against the service with a bucket on moto, at the service's
 // default threshold and part size, in session mode (the canvas's
 // production credential: no token, the control plane's cookie). A
-// 100 MiB file: the connection is cut after some parts, the upload
+// 52 MiB file (7 parts): the connection is cut after 2 parts, the upload
 // fails, the page is reloaded and uploads the same file again: it
 // resumes, the parts the bucket holds are not sent again (the proxy
 // counts what reaches moto), at most four parts travel at once, and the
@@ -284,8 +286,8 @@ func TestBrowserClientInParts(t *testing.T) {
 		t.Fatalf("the service's multipart settings: threshold %d, parts of %d; the test assumes the defaults (16 MiB, 8 MiB)",
 			srv.Store.MultipartThreshold, partBytes)
 	}
-	partCount := int((hundredMiB + partBytes - 1) / partBytes)
-	partSize := func(n int) int64 { return min(partBytes, hundredMiB-int64(n-1)*partBytes) }
+	partCount := int((resumeFileBytes + partBytes - 1) / partBytes)
+	partSize := func(n int) int64 { return min(partBytes, resumeFileBytes-int64(n-1)*partBytes) }
 
 	// The service, its messages reworded for the page; a resume ends its
 	// workspace's cut.
@@ -301,7 +303,7 @@ func TestBrowserClientInParts(t *testing.T) {
 	t.Cleanup(api.Close)
 
 	// The same file both times: a reloaded page picks it again.
-	big := fileSpec{Name: "hundred.bin", Size: hundredMiB, Seed: 8, Type: "application/octet-stream", LastModified: 1_767_225_600_000}
+	big := fileSpec{Name: "fifty-two.bin", Size: resumeFileBytes, Seed: 8, Type: "application/octet-stream", LastModified: 1_767_225_600_000}
 	upload := map[string]any{"api": api.URL, "token": nil, "ws": wsResume.String(), "files": []fileSpec{big}, "downloadMax": 0}
 	// A file changed between its first parts and the resume: the same
 	// name, size and lastModified (its fingerprint), other bytes.
@@ -368,10 +370,10 @@ func TestBrowserClientInParts(t *testing.T) {
 		if !up.OK {
 			t.Fatalf("the upload after the reload: %+v", up.Error)
 		}
-		body := pattern(hundredMiB, big.Seed)
+		body := pattern(resumeFileBytes, big.Seed)
 		want := sha256Hex(body)
-		if got := up.Result.Files; len(got) != 1 || got[0].Size != hundredMiB || got[0].SHA256 != want || got[0].Name != big.Name {
-			t.Fatalf("answer: %+v, want %s, %d bytes, sha256 %s", got, big.Name, hundredMiB, want)
+		if got := up.Result.Files; len(got) != 1 || got[0].Size != resumeFileBytes || got[0].SHA256 != want || got[0].Name != big.Name {
+			t.Fatalf("answer: %+v, want %s, %d bytes, sha256 %s", got, big.Name, resumeFileBytes, want)
 		}
 		if up.ResumeEntries != 0 {
 			t.Errorf("resume entries after the commit: %d, want none", up.ResumeEntries)
@@ -389,15 +391,15 @@ func TestBrowserClientInParts(t *testing.T) {
 			}
 		}
 		t.Logf("after the reload: %d bytes sent for the %d missing parts; at most %d parts in flight", sent, partCount-len(before), resume.maxInFlight)
-		if sent != hundredMiB-held {
-			t.Errorf("bytes that reached the bucket after the reload: %d, want %d", sent, hundredMiB-held)
+		if sent != resumeFileBytes-held {
+			t.Errorf("bytes that reached the bucket after the reload: %d, want %d", sent, resumeFileBytes-held)
 		}
 		if resume.maxInFlight < 2 || resume.maxInFlight > 4 {
 			t.Errorf("parts in flight at once: at most %d, want 2 to 4 (the default, 4)", resume.maxInFlight)
 		}
 		// Progress starts at what the bucket held and ends at the file.
-		if p := up.Progress; p.First == nil || p.First.Loaded != held || p.Last == nil || p.Last.Loaded != hundredMiB || p.Last.Total != hundredMiB {
-			t.Errorf("progress: first %+v, last %+v; want %d then %d of %d", p.First, p.Last, held, hundredMiB, hundredMiB)
+		if p := up.Progress; p.First == nil || p.First.Loaded != held || p.Last == nil || p.Last.Loaded != resumeFileBytes || p.Last.Total != resumeFileBytes {
+			t.Errorf("progress: first %+v, last %+v; want %d then %d of %d", p.First, p.Last, held, resumeFileBytes, resumeFileBytes)
 		}
 		if u, a := rowsOf(t, srv, wsResume); u != 1 || a != 1 {
 			t.Errorf("rows: %d uploads, %d activity rows; want 1 and 1", u, a)

@@ -275,6 +275,9 @@ func TestPartURLsRenewed(t *testing.T) {
 // a cut commit assembled; ResumeUpload then commits it. A commit cut
 // again (503) is that 503, never ErrUploadGone: the upload is still
 // there, and the next ResumeUpload commits it without sending a part.
+// The file is the least in parts (5 MiB and 123 bytes: 2), as each cut
+// commit waits out its budget (REQUEST_TIMEOUT and the bytes at
+// pendinguploads.CopyRate).
 func TestResumeAfterACutCommitOnAnOlderServer(t *testing.T) {
 	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"REQUEST_TIMEOUT": "1s",
@@ -294,7 +297,7 @@ func TestResumeAfterACutCommitOnAnOlderServer(t *testing.T) {
 	ws := uuid.New()
 	c := mustClient(t, older.URL, srv.AdminToken)
 	c.Retry = client.RetryPolicy{MaxAttempts: 1}
-	data := randomBytes(11*mib+123, 24)
+	data := randomBytes(5*mib+123, 24)
 	f := client.BytesFile("big.bin", "", data)
 	var id uuid.UUID
 	f.OnPresigned = func(p client.PresignedUpload) error { id = p.UploadID; return nil }

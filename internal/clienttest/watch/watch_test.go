@@ -9,12 +9,15 @@ import (
 )
 
 // TestWatchIdleListsOncePerFallback: a watcher with nothing to pull makes
-// one list call as it starts and then one per fallback interval: over 12
-// s at a 5 s fallback, 3 at most (and at least 2: it does poll).
+// one list call as it starts and then one per fallback interval: over 2.5
+// s at a 1 s fallback, 3 at most (and at least 2: it does poll). The
+// fallback's timer starts when a pull ends, and the window when the first
+// one has: a timer never fires early, so the third poll is at 3 s at the
+// soonest, and the second has 1.5 s of slack on a loaded machine.
 func TestWatchIdleListsOncePerFallback(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	const fallback, window = 5 * time.Second, 12 * time.Second
+	const fallback, window = time.Second, 2500 * time.Millisecond
 	start := r.lists.Load()
 	r.watch(t, t.TempDir(), fallback)
 	time.Sleep(window)
