@@ -106,36 +106,38 @@ cross-build:
 	cd $(CLIENT_MOD) && GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	cd $(CLIENT_MOD) && GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# Each test package starts its own Postgres (and moto where it needs S3).
-# -count=1: results that depend on those servers are never taken from the
-# cache. The client module's own tests
-# need no server (its tests against the whole service are
-# internal/clienttest's, in the server module).
+# gotest: both modules' tests with -race. Each server test package
+# starts its own Postgres (and moto where it needs S3). -count=1: results
+# that depend on those servers are never taken from the cache. The client
+# module's own tests need no server (its tests against the whole service
+# are internal/clienttest's, in the server module).
 #
 # GORACE atexit_sleep_ms=0: by default a binary built with -race sleeps a
 # second before it exits, so that goroutines still running can report a
 # race; every test binary paid it (39 in the server module: 39 s of the
-# two slots, some 20 s of wall time). A race during a test fails that test
+# slots, some 20 s of wall time). A race during a test fails that test
 # (testing checks the detector after each one) and any later one still
 # fails the binary; what the second caught, and no longer does, is a race
 # between goroutines that outlive every test, in the last second before
 # exit. GORACE given to make is kept after it (a later option wins).
 # https://go.dev/doc/articles/race_detector#Options
-RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)"
-gotest: gotest-client gotest-server
-gotest-client:
-	cd $(CLIENT_MOD) && $(RACE_ENV) $(GO) test -race -count=1 -timeout 5m ./...
 #
 # -p 3 on two cores: a test package spends much of its time waiting (on
 # its servers, deadlines, subprocesses, the browser). Measured on every
 # package but the browser's and pendingctl's, quiet: -p 2 took 176 s and
-# used 1.06 cores; -p 3 128 s and 1.57 cores, each package about as long
-# as before; with both cores kept busy by two other loops, -p 3 183 s,
-# green. GOTEST_P=2 make test for the old pace.
+# used 1.06 cores, -p 3 128 s and 1.57 cores, each package about as long
+# as before. With both cores kept busy by two other loops, every package
+# but the browser's at -p 3, slowchecks beside: 190 s, green.
+# GOTEST_P=2 make test for the old pace.
+#
 # SLOW_FIRST: go test starts packages in the order given (each once), so
 # the longest start first rather than last; ./... adds every other.
+RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)"
 GOTEST_P ?= 3
 SLOW_FIRST := ./clients/js/browsertest ./cmd/pendingctl ./internal/httpapi ./cmd/devserver
+gotest: gotest-client gotest-server
+gotest-client:
+	cd $(CLIENT_MOD) && $(RACE_ENV) $(GO) test -race -count=1 -timeout 5m ./...
 gotest-server:
 	$(RACE_ENV) $(GO) test -race -count=1 -p $(GOTEST_P) -timeout 25m $(if $(filter ./...,$(PKGS)),$(SLOW_FIRST)) $(PKGS)
 
