@@ -9,7 +9,7 @@ CLIENT_MOD := client
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run run-s3 test check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest bench fuzz load clean
+.PHONY: help run run-s3 test slowchecks check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest gotest-client gotest-server bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
@@ -29,7 +29,23 @@ run:
 run-s3:
 	LOCAL_S3=1 $(GO) run ./cmd/devserver
 
-test: check-tools lint-tools tidy-check fmt-check vet staticcheck cross-build lint-template gotest
+# test: the quick checks first, one after the other (a typo fails in
+# seconds); then go test -race of the server module and, beside it, the
+# slower checks (slowchecks: staticcheck, the cross-builds, cfn-lint and
+# the client module's tests). The test run spends much of its time
+# waiting (on its servers, deadlines, the browser), and the checks fill
+# it: they run niced, on the CPU the tests leave idle, so that a test's
+# deadlines see no more load than the tests' own. Their output is held
+# and shown whole after go test's, with their exit status; a failure of
+# either fails make test.
+test: check-tools lint-tools tidy-check fmt-check vet
+	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	( nice -n 10 $(MAKE) -k --no-print-directory slowchecks >"$$log" 2>&1; echo "slowchecks exit $$?" >>"$$log" ) & checks=$$!; \
+	$(MAKE) --no-print-directory gotest-server; tests=$$?; \
+	wait $$checks; echo "=== slowchecks (staticcheck, cross-build, lint-template, gotest-client), run beside go test:"; cat "$$log"; \
+	[ $$tests -eq 0 ] && tail -n 1 "$$log" | grep -qx 'slowchecks exit 0'
+
+slowchecks: staticcheck cross-build lint-template gotest-client
 
 # check-tools: the machine has what the tests run on; a missing Debian
 # package is installed, named first, so that make test works on a fresh
@@ -90,14 +106,40 @@ cross-build:
 	cd $(CLIENT_MOD) && GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	cd $(CLIENT_MOD) && GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
-# -p 2 matches the two cores; each test package starts its own Postgres
-# (and moto where it needs S3). -count=1: results that depend on those
-# servers are never taken from the cache. The client module's own tests
-# need no server (its tests against the whole service are
-# internal/clienttest's, in the server module).
-gotest:
-	cd $(CLIENT_MOD) && $(GO) test -race -count=1 -timeout 5m ./...
-	$(GO) test -race -count=1 -p 2 -timeout 25m $(PKGS)
+# gotest: both modules' tests with -race. Each server test package
+# starts its own Postgres (and moto where it needs S3). -count=1: results
+# that depend on those servers are never taken from the cache. The client
+# module's own tests need no server (its tests against the whole service
+# are internal/clienttest's, in the server module).
+#
+# GORACE atexit_sleep_ms=0: by default a binary built with -race sleeps a
+# second before it exits, so that goroutines still running can report a
+# race; every test binary paid it (39 in the server module: 39 s of the
+# slots, some 20 s of wall time). A race during a test fails that test
+# (testing checks the detector after each one) and any later one still
+# fails the binary; what the second caught, and no longer does, is a race
+# between goroutines that outlive every test, in the last second before
+# exit. GORACE given to make is kept after it (a later option wins).
+# https://go.dev/doc/articles/race_detector#Options
+#
+# -p 3 on two cores: a test package spends much of its time waiting (on
+# its servers, deadlines, subprocesses, the browser). Measured on every
+# package but the browser's and pendingctl's, quiet: -p 2 took 176 s and
+# used 1.06 cores, -p 3 128 s and 1.57 cores, each package about as long
+# as before. With both cores kept busy by two other loops, every package
+# but the browser's at -p 3, slowchecks beside: 190 s, green.
+# GOTEST_P=2 make test for the old pace.
+#
+# SLOW_FIRST: go test starts packages in the order given (each once), so
+# the longest start first rather than last; ./... adds every other.
+RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)"
+GOTEST_P ?= 3
+SLOW_FIRST := ./clients/js/browsertest ./cmd/pendingctl ./internal/httpapi ./cmd/devserver
+gotest: gotest-client gotest-server
+gotest-client:
+	cd $(CLIENT_MOD) && $(RACE_ENV) $(GO) test -race -count=1 -timeout 5m ./...
+gotest-server:
+	$(RACE_ENV) $(GO) test -race -count=1 -p $(GOTEST_P) -timeout 25m $(if $(filter ./...,$(PKGS)),$(SLOW_FIRST)) $(PKGS)
 
 # bench: every benchmark with its baseline from the same run (see
 # internal/tools/benchreport), then the report. BENCHFLAGS passes its flags, e.g.

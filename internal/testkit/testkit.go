@@ -3,9 +3,9 @@
 // ends.
 //
 //	pgtest      a throwaway PostgreSQL cluster from the machine's initdb and
-//	            postgres (localpg; or TEST_DATABASE_URL), a fresh database per test
-//	            from a migrated template; the platform's schema on request;
-//	            Freeze and Thaw of the cluster
+//	            postgres (localpg; or TEST_DATABASE_URL), on a tmpfs where there
+//	            is one, a fresh database per test from a migrated template;
+//	            the platform's schema on request; Freeze and Thaw of the cluster
 //	s3test      moto_server, a fresh bucket per test; Freeze and Thaw;
 //	            Objects, the bucket read around the code under test;
 //	            PartProxy (counts and holds part PUTs) and IAMProxy (judges

@@ -3,7 +3,8 @@
 //
 // With TEST_DATABASE_URL set, databases are created on that server (its
 // user needs CREATEDB). Otherwise the first call starts a throwaway cluster
-// (package localpg) in a temporary folder, shared by the whole test binary
+// (package localpg) in a temporary folder (on Linux, in /dev/shm when it is
+// a tmpfs with room: see clusterParent), shared by the whole test binary
 // and stopped by Stop (testkit.Main calls it). Each test gets a fresh database cloned from a
 // migrated template, which takes milliseconds instead of a full migration.
 //
@@ -218,7 +219,7 @@ func start() error {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 		adminURL = u
 	} else {
-		dir, err := os.MkdirTemp("", "pendinguploads-pg-")
+		dir, err := os.MkdirTemp(clusterParent(), dirPattern())
 		if err != nil {
 			return err
 		}
