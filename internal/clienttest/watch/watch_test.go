@@ -28,10 +28,13 @@ func TestWatchIdleListsOncePerFallback(t *testing.T) {
 	}
 }
 
-// TestWatchDeliversWithinASecond: 20 uploads at random moments each reach
-// the pull directory within 1 s of their 200 (p99 over loopback), with a
-// fallback far too long to have found them.
-func TestWatchDeliversWithinASecond(t *testing.T) {
+// TestWatchDeliversOnHints: 20 uploads at random moments each reach the
+// pull directory by their hint: the fallback (10 minutes) is far too long
+// to have found any, and each hint costs the watcher exactly one list
+// call. How soon they arrive (API.md's "within a second": 5-20 ms at the
+// median here) is logged, not asserted: a test on a loaded machine is no
+// measure of latency (docs/push.md has the measurement).
+func TestWatchDeliversOnHints(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
@@ -42,18 +45,18 @@ func TestWatchDeliversWithinASecond(t *testing.T) {
 		time.Sleep(time.Duration(rand.Int64N(int64(300 * time.Millisecond))))
 		name := fmt.Sprintf("file-%02d.txt", i)
 		ok200 := r.upload(t, name, []byte(name))
-		seen, ok := arrival(t, dir, name, 5*time.Second)
+		seen, ok := arrival(t, dir, name, 10*time.Second)
 		if !ok {
-			t.Fatalf("%s: not in the pull directory 5s after its 200", name)
+			t.Fatalf("%s: not in the pull directory 10s after its 200, with no poll due for 10 minutes: its hint did not pull it", name)
 		}
 		lat = append(lat, seen.Sub(ok200))
 	}
 	slices.Sort(lat)
-	p50, p99 := lat[len(lat)/2], lat[len(lat)-1] // 20 samples: p99 is the slowest
-	t.Logf("upload 200 → file in the pull directory, 20 uploads: p50 %s, p99 %s (min %s); list calls %d",
-		p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[0].Round(time.Millisecond), r.lists.Load()-lists)
-	if p99 > time.Second {
-		t.Errorf("p99 from 200 to delivery: got %s, want ≤ 1s (all: %v)", p99, lat)
+	calls := r.lists.Load() - lists
+	t.Logf("upload 200 → file in the pull directory, 20 uploads: p50 %s, slowest %s (fastest %s); list calls %d",
+		lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), lat[0].Round(time.Millisecond), calls)
+	if calls != 20 {
+		t.Errorf("list calls for 20 hinted uploads: got %d, want 20 (one a hint, no poll)", calls)
 	}
 }
 
