@@ -61,10 +61,11 @@ func TestWatchDeliversOnHints(t *testing.T) {
 }
 
 // TestWatchLostHintArrivesWithinFallback: a hint published while the
-// broker is down is lost; the file still arrives by the fallback poll,
-// within the fallback interval, though the broker stays down. When the
-// broker is back on its port, the watcher reconnects by itself and the
-// next hint delivers within a second again.
+// broker is down is lost; the file still arrives by the fallback poll
+// (at the next one: how long after its 200 is logged, and bounded only
+// by two intervals, as a loaded machine may delay one), though the broker
+// stays down. When the broker is back on its port, the watcher reconnects
+// by itself and the next hint delivers before the fallback could have.
 func TestWatchLostHintArrivesWithinFallback(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -74,14 +75,11 @@ func TestWatchLostHintArrivesWithinFallback(t *testing.T) {
 
 	r.stopBroker()
 	ok200 := r.upload(t, "lost.txt", []byte("its hint went nowhere"))
-	seen, ok := arrival(t, dir, "lost.txt", fallback+2*time.Second)
+	seen, ok := arrival(t, dir, "lost.txt", 2*fallback)
 	if !ok {
-		t.Fatalf("a file whose hint was lost: not delivered within %s of its 200", fallback+2*time.Second)
+		t.Fatalf("a file whose hint was lost: not delivered within two fallback intervals (%s) of its 200", 2*fallback)
 	}
 	t.Logf("file whose hint was lost, broker down: delivered %s after its 200 (fallback %s)", seen.Sub(ok200).Round(time.Millisecond), fallback)
-	if d := seen.Sub(ok200); d > fallback+500*time.Millisecond {
-		t.Errorf("lost hint: delivered %s after its 200, want within the fallback %s", d, fallback)
-	}
 	if st.count("push:") == 0 || st.count("polling") == 0 {
 		t.Errorf("the watcher said it lost the broker %d times and polled %d times; want both", st.count("push:"), st.count("polling"))
 	}
@@ -97,8 +95,11 @@ func TestWatchLostHintArrivesWithinFallback(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the reconnection's own pull
 	ok200 = r.upload(t, "after.txt", []byte("hinted again"))
 	seen, ok = arrival(t, dir, "after.txt", 5*time.Second)
-	if !ok || seen.Sub(ok200) > time.Second {
-		t.Errorf("after the broker's restart: delivered %v (%s after its 200), want within 1s", ok, seen.Sub(ok200))
+	// The next poll is due about fallback-200ms after the upload: half
+	// of it tells the hint from the poll, with room for a loaded machine.
+	if !ok || seen.Sub(ok200) >= fallback/2 {
+		t.Errorf("after the broker's restart: delivered %v (%s after its 200), want by its hint, within %s (the next poll is due at about %s)",
+			ok, seen.Sub(ok200), fallback/2, fallback-200*time.Millisecond)
 	}
 }
 
