@@ -23,9 +23,10 @@ import (
 // floorServer is the least net/http code that does what the service does
 // for three requests with a workspace token, on one pgx pool: the
 // baseline of BenchmarkFloor. Each request is one round trip, a pgx.Batch
-// of the service's own statements (copied from internal/auth/lookup.go
-// and internal/pendinguploads' list.go, fetch.go, stage.go and quota.go,
-// for a database without the platform's org tokens), and answers the
+// of the service's own statements (copied from internal/pendinguploads'
+// access.go, list.go, fetch.go and stage.go, for a database without the
+// platform's org tokens, numbered $n, with the caller's check as
+// callerMayAct was written before it was named), and answers the
 // service's status, headers and JSON. What it leaves out is everything
 // around the SQL: the route front, the identity in the context, the
 // request deadline, the checks of query strings and multipart framing,
@@ -47,9 +48,10 @@ func (f *floorServer) handler() http.Handler {
 	return mux
 }
 
-// guardSQL is the store's caller check (pendinguploads/access.go, mayActSQL)
-// for a database without org tokens: the
-// bearer's hash ($h) is a live token of workspace $w.
+// guardSQL is the store's caller check (callerMayAct: pendinguploads/access.go,
+// mayActSQL) for a database without org tokens: the bearer's hash ($h) is
+// a live token of workspace $w, a NULL hash standing for
+// @caller_trusted (the same plan: a constant that holds or not).
 func guardSQL(h, w int) string {
 	return `($` + strconv.Itoa(h) + `::bytea IS NULL OR EXISTS (
 		SELECT 1 FROM workspace_auth_tokens tok
