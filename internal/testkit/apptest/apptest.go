@@ -125,9 +125,11 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		serviceURL = s.Bouncer.URL
 	}
 	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey}
-	// awsEnv is the AWS part of the service's environment: moto's
+	// awsEnv is the AWS part of the service's environment with S3: moto's
 	// credentials and region, read by awsenv.Load as a function reads its
-	// own, and never set in the process (t.Setenv would forbid t.Parallel).
+	// own, and never set in the process (t.Setenv would forbid
+	// t.Parallel). Without S3, the process's environment (a test's own
+	// t.Setenv) is read, as before.
 	awsEnv := map[string]string{}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)
@@ -163,7 +165,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		OpenBucket: s3blobs.OpenBucket,
 		Tracer:     s.tracer(opts),
 		LoadAWS: func(_ context.Context, log *slog.Logger) (aws.Config, error) {
-			return awsenv.Load(func(k string) string { return awsEnv[k] }, log)
+			return awsenv.Load(func(k string) string {
+				if v, ok := awsEnv[k]; ok {
+					return v
+				}
+				return os.Getenv(k)
+			}, log)
 		},
 	})
 	if err != nil {
