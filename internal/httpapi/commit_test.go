@@ -119,7 +119,8 @@ func TestCommitRetry(t *testing.T) {
 // 409 naming an upload that really was taken (never one that was fine),
 // and nothing is stored twice.
 func TestCommitRace(t *testing.T) {
-	t.Parallel()
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
@@ -191,7 +192,8 @@ func TestCommitRace(t *testing.T) {
 // frozen bucket still ends a small commit early, and a cut one stays
 // committable.
 func TestCommitDeadlineFollowsItsBytes(t *testing.T) {
-	t.Parallel()
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"S3_ENDPOINT": proxy.URL, "REQUEST_TIMEOUT": "1s", "MAX_FILE_BYTES": fmt.Sprint(64 * mib)}})
