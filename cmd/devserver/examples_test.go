@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
 // TestExamplesHandler: the page's server serves the files directly in
@@ -76,7 +78,10 @@ var pageLine = regexp.MustCompile(`(?m)^\s+(http://127\.0\.0\.1:\d+)/examples/up
 // banner prints, checks that the API answers the page's origin with
 // CORS, and, where Chromium and playwright-core are installed, has
 // Chromium use the page as a person would: two files up (one through the
-// bucket, in parts), listed, each downloaded byte-exact, each acked.
+// bucket, in parts), listed, each downloaded byte-exact, each acked. The
+// parts are S3's least (MULTIPART_THRESHOLD_BYTES and MULTIPART_PART_BYTES
+// at 5 MiB, which the page learns from the service's limits as it learns
+// the defaults): a 6 MiB file goes in two, as a 20 MiB one would in three.
 func TestExamplePage(t *testing.T) {
 	if _, err := exec.LookPath("moto_server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -84,7 +89,8 @@ func TestExamplePage(t *testing.T) {
 		}
 		t.Skip("moto_server is not on PATH")
 	}
-	stdout := startDevServer(t, localDevEnv(t, map[string]string{"LOCAL_S3": "1"})).stdout
+	stdout := startDevServer(t, localDevEnv(t, map[string]string{"LOCAL_S3": "1",
+		"MULTIPART_THRESHOLD_BYTES": strconv.Itoa(limits.MinPartBytes), "MULTIPART_PART_BYTES": strconv.Itoa(limits.MinPartBytes)})).stdout
 	banner := stdout.String()
 	m := pageLine.FindStringSubmatch(banner)
 	if m == nil || !strings.Contains(banner, "CORS_ALLOWED_ORIGINS="+m[1]+" for it, set by the dev server") {
@@ -142,7 +148,7 @@ func TestExamplePage(t *testing.T) {
 	}
 	files := []map[string]any{
 		{"name": "notes.txt", "size": 3000, "type": "text/plain", "seed": 1},
-		{"name": "video.bin", "size": 20 << 20, "type": "application/octet-stream", "seed": 2},
+		{"name": "video.bin", "size": limits.MinPartBytes + 1<<20, "type": "application/octet-stream", "seed": 2},
 	}
 	cfg, _ := json.Marshal(map[string]any{"chromium": chromium, "url": pageURL, "files": files})
 	dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -26,6 +26,7 @@ func wantAcked(t *testing.T, res result) {
 }
 
 func TestAck(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 
 	t.Run("FirstThenAgain", func(t *testing.T) {

@@ -68,6 +68,7 @@ var fakeUploadID = uuid.MustParse("00000000-0000-4000-8000-0000000000aa")
 // no-store; a failure of ours is 500 "storage error" or 503, and its text
 // never reaches the client. Over the fake, which returns the error.
 func TestStoreErrorsAnswered(t *testing.T) {
+	t.Parallel()
 	secret := errors.New(`relation "secret_table" does not exist`)
 	// Every method: the errors any call can meet.
 	type answer struct {

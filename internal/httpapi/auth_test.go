@@ -50,6 +50,7 @@ func (rt route) do(t *testing.T, srv *apptest.Server, ws, id, authorization stri
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	srv := apptest.NewServer(t, apptest.Options{Log: &logs})
 	ws, other := uuid.New(), uuid.New()
@@ -221,6 +222,7 @@ func TestAuth(t *testing.T) {
 // once (the bound only detects a wait for the lock; it is no performance
 // target) and the row is stamped on a later request instead.
 func TestLockedTokenRowDoesNotDelay(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)

@@ -55,6 +55,7 @@ func cookieReq(t *testing.T, method, u, session, origin, ctype string, body []by
 // with nothing stored either way; log lines name the user, never the
 // cookie.
 func TestSessionCookie(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	srv, cp := sessionServer(t, logs)
 	cp.AddMember("s3cr3t-member-session", "user-42")
@@ -144,6 +145,7 @@ func TestSessionCookie(t *testing.T) {
 // Sec-Fetch-Site same-origin) and a non-browser (neither header) are
 // served. Bearer requests are never refused so.
 func TestSessionCookieFromAForeignOrigin(t *testing.T) {
+	t.Parallel()
 	srv, cp := sessionServer(t, nil)
 	const session = "member-session"
 	cp.AddMember(session, "user-7")
@@ -254,6 +256,7 @@ func (o *orgSetup) mintOrgToken(t *testing.T, anchor *uuid.UUID) string {
 // org, every route; anchored to another org it is 401 with nothing stored
 // and nothing read (the file's fetched_at and acked_at unchanged).
 func TestOrgTokensOverHTTP(t *testing.T) {
+	t.Parallel()
 	o := newOrgSetup(t, apptest.Options{})
 	srv := o.srv
 	mine, theirs := o.mintOrgToken(t, &o.root1), o.mintOrgToken(t, &o.root2)
@@ -294,6 +297,7 @@ func TestOrgTokensOverHTTP(t *testing.T) {
 // ran inside the store call and left the presented identity as it was;
 // a refused token's line names it too.
 func TestBearerLogLines(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	srv := apptest.NewServer(t, apptest.Options{Log: logs})
 	ws := uuid.New()

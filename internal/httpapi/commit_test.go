@@ -74,6 +74,7 @@ func objectCount(t *testing.T, srv *apptest.Server, ws uuid.UUID) int {
 // and stores nothing new; a mix of committed and new uploads is 409
 // naming the first committed one, and stores nothing.
 func TestCommitRetry(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	ws := uuid.New()
 	ids := presignPut(t, srv, ws, 2)
@@ -118,6 +119,8 @@ func TestCommitRetry(t *testing.T) {
 // 409 naming an upload that really was taken (never one that was fine),
 // and nothing is stored twice.
 func TestCommitRace(t *testing.T) {
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
@@ -189,6 +192,8 @@ func TestCommitRace(t *testing.T) {
 // frozen bucket still ends a small commit early, and a cut one stays
 // committable.
 func TestCommitDeadlineFollowsItsBytes(t *testing.T) {
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"S3_ENDPOINT": proxy.URL, "REQUEST_TIMEOUT": "1s", "MAX_FILE_BYTES": fmt.Sprint(64 * mib)}})

@@ -42,6 +42,7 @@ func wantContent(t *testing.T, res result, content []byte, ctype, disposition st
 }
 
 func TestContent(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 
 	t.Run("OK", func(t *testing.T) {
@@ -179,6 +180,7 @@ func TestContent(t *testing.T) {
 // TestUnsatisfiableRangeStampsNothing: fetched_at moves only when bytes
 // (200, 206) or a redirect (307) go out; a 416 sent nothing.
 func TestUnsatisfiableRangeStampsNothing(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	f := stage(t, srv, ws, "ten.txt", "text/plain", "0123456789")

@@ -81,6 +81,7 @@ func containsFold(vs []string, want string) bool {
 // origin when none is configured. Over the fake: CORS is HTTP's own
 // (CORS_ALLOWED_ORIGINS reaching the API is TestCORSEveryAnswer's).
 func TestCORSPreflight(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{Origins: corsOrigins})
 	plain := newFakeServer(t, fakeOptions{})
 	ws, id := uuid.New(), uuid.New()
@@ -153,6 +154,7 @@ func TestCORSPreflight(t *testing.T) {
 // of content, 4xx errors and 401s before any authentication; an unlisted
 // origin gets the same answers without them.
 func TestCORSEveryAnswer(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"CORS_ALLOWED_ORIGINS": corsOriginsEnv}})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)

@@ -28,6 +28,7 @@ func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 // tokens work again within pendinguploads.TokenTablesMaxAge (before, they
 // stayed 401 until a restart).
 func TestTokenTablesDisappear(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{}
 	o := newOrgSetup(t, apptest.Options{Now: clock.now})
 	srv := o.srv
@@ -79,6 +80,7 @@ func TestTokenTablesDisappear(t *testing.T) {
 // within pendinguploads.TokenTablesMaxAge, no restart. Before, every
 // workspace token answered 503 until the column came back.
 func TestTokenColumnsRenamed(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct{ away, back string }{
 		"ExpiresAt":  {`ALTER TABLE org_api_tokens RENAME COLUMN expires_at TO expires_at_v2`, `ALTER TABLE org_api_tokens RENAME COLUMN expires_at_v2 TO expires_at`},
 		"OrgID":      {`ALTER TABLE org_api_tokens RENAME COLUMN org_id TO org_ref`, `ALTER TABLE org_api_tokens RENAME COLUMN org_ref TO org_id`},
@@ -127,6 +129,7 @@ func TestTokenColumnsRenamed(t *testing.T) {
 // and an org token anchored to another org, are refused and leave their
 // row as it was; the same tokens used where they are allowed are stamped.
 func TestRefusedTokenNotStamped(t *testing.T) {
+	t.Parallel()
 	o := newOrgSetup(t, apptest.Options{})
 	srv := o.srv
 	_, wsTok := platformWorkspaceIn(t, srv, o.child1)

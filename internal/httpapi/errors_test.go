@@ -162,6 +162,7 @@ func apiCodes(t *testing.T) map[string][]int {
 // its code); and the codes are exactly API.md's table and openapi.yaml's
 // ErrorCode enum.
 func TestErrorCodes(t *testing.T) {
+	t.Parallel()
 	codes := wireCodes(t)
 	if len(codes) == 0 {
 		t.Fatal("no Code constants in client/wire/errors.go")

@@ -33,6 +33,7 @@ const python = "/usr/bin/python3"
 // leave it an empty file: the loss this guards against.) A larger size
 // is one more row.
 func TestHTTPXRuntimeGetsTheBytes(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command(python, "-c", "import httpx").Run(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s cannot import httpx (%v): apt-get install python3-httpx (CI is set, so this is a failure)", python, err)

@@ -16,6 +16,7 @@ import (
 // cap, and a valid 64-file presign far above 64 KiB passes. Over the
 // fake (with a bucket): reading the body is HTTP's own.
 func TestJSONBodies(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{Bucket: true})
 	ws := uuid.New()
 	const one = `{"files":[{"name":"a.bin","size":10}]}`

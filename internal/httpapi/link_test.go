@@ -91,6 +91,7 @@ func alter(u *url.URL, edit func(q url.Values)) string {
 // file's, or one past its time is a 403 with its code; the signature is
 // in no log line.
 func TestLink(t *testing.T) {
+	t.Parallel()
 	logs, metricsOut := &syncBuffer{}, &syncBuffer{}
 	srv := apptest.NewServer(t, apptest.Options{Log: logs, MetricsOut: metricsOut})
 	ws := uuid.New()
@@ -245,6 +246,7 @@ func TestLink(t *testing.T) {
 // its content does, streamed by the function (not redirected), Range
 // included.
 func TestLinkFromTheBucket(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024"}})
 	ws := uuid.New()
 	data := bytes.Repeat([]byte("0123456789abcdef"), 8192) // 128 KiB, above INLINE_MAX_BYTES
@@ -265,6 +267,7 @@ func TestLinkFromTheBucket(t *testing.T) {
 // under the session's CSRF rules: from the canvas's origin it gets one,
 // from a foreign origin the content route's 403.
 func TestLinkWithASession(t *testing.T) {
+	t.Parallel()
 	srv, cp := sessionServer(t, nil)
 	const session = "s3cr3t-member-session"
 	cp.AddMember(session, "user-7")

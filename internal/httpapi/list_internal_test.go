@@ -38,6 +38,7 @@ type listBody struct {
 // escapes for HTML), no digest, no fetch, times in any zone, with and
 // without a next page.
 func TestAppendListIsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	odd := []string{"a.txt", `q"uote`, `back\\slash`, "tab\tnl\ncr\r", "bell\a\b\f", "<tag>&amp;", "del\x7f", "ünïcode.pdf", "\u2028sep", ""}
 	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800), time.Local}

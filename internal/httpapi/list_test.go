@@ -102,6 +102,7 @@ func dbOrder(t *testing.T, srv *apptest.Server, ws uuid.UUID) []string {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 
 	t.Run("EmptyIsEmptyArray", func(t *testing.T) {
@@ -305,6 +306,7 @@ func TestList(t *testing.T) {
 // TestListFarCursorIs400: a cursor Encode could never make (a time
 // Postgres cannot hold) is the client's error, not a 500.
 func TestListFarCursorIs400(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	far := pendinguploads.Cursor{CreatedAt: time.UnixMicro(-1 << 62)}
 	res := get(t, listURL(srv, uuid.NewString())+"?after="+far.Encode(), srv.AdminToken)

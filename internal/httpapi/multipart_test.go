@@ -89,6 +89,7 @@ func incompleteUploads(t *testing.T, srv *apptest.Server) int {
 // nothing: a part of the wrong size, a part missing, another workspace's
 // upload id, an upload committed already.
 func TestMultipartUpload(t *testing.T) {
+	t.Parallel()
 	srv := multipartServer(t)
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
@@ -221,6 +222,8 @@ func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // not gone: 404 would make a client send it all again); an abort drops
 // the object the commit assembled, and the resume is 404 from then on.
 func TestCutCommitLeavesItsPartsAssembled(t *testing.T) {
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	proxy := s3test.StartPartProxy(t, s3test.MustStart(t).URL)
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"S3_ENDPOINT": proxy.URL, "REQUEST_TIMEOUT": "1s",
 		"MULTIPART_THRESHOLD_BYTES": fmt.Sprint(5 * mib), "MULTIPART_PART_BYTES": fmt.Sprint(5 * mib)}})

@@ -39,6 +39,8 @@ func keysUnder(t *testing.T, srv *apptest.Server, prefix string) []string {
 // the batch left waiting is cancelled as statement_timeout cancels it (10
 // s after it began, a query_canceled) before the lock goes.
 func TestTimedOutUploadLeavesNoObject(t *testing.T) {
+	// Not parallel: REQUEST_TIMEOUT is 1 s, and the service must answer
+	// within it where the test wants an answer.
 	const requestTimeout = time.Second
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "1024", "REQUEST_TIMEOUT": requestTimeout.String()}})
 	ws := uuid.New()

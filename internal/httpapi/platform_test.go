@@ -45,6 +45,7 @@ func platformWorkspaceIn(t *testing.T, srv *apptest.Server, ws uuid.UUID) (uuid.
 // a Content-Digest, and acked; an upload for a workspace the platform does
 // not know is 404 with nothing stored.
 func TestBesideThePlatform(t *testing.T) {
+	t.Parallel()
 	for _, cap100 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Cap100MiB=%v", cap100), func(t *testing.T) {
 			srv := apptest.NewServer(t, apptest.Options{Platform: true, Cap100MiB: cap100})

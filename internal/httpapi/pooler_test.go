@@ -45,6 +45,7 @@ func poolerServer(t *testing.T, mode string, opts pgbouncertest.Options, s3 bool
 // presign, PUT and commit (and its retry), an abort, ack, and the sweep,
 // with a workspace token looked up in the same round trips.
 func TestPoolerExecMode(t *testing.T) {
+	t.Parallel()
 	srv := poolerServer(t, "exec", pgbouncertest.Options{}, true, map[string]string{"INLINE_MAX_BYTES": "1024", "ACK_RETENTION": "0s"})
 	if got := srv.App.Pool.Config().ConnConfig.DefaultQueryExecMode; got != pgx.QueryExecModeExec {
 		t.Fatalf("query mode: got %v, want exec", got)
@@ -169,6 +170,7 @@ func TestPoolerExecMode(t *testing.T) {
 // (pg_advisory_xact_lock, held to the batch's end on whichever server
 // connection runs it), so exactly 5 get in.
 func TestPoolerQuotaUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	srv := poolerServer(t, "exec", pgbouncertest.Options{}, false, map[string]string{
 		"MAX_FILE_BYTES": fmt.Sprint(mib), "WORKSPACE_MAX_PENDING_BYTES": fmt.Sprint(25 * mib)})
@@ -178,6 +180,7 @@ func TestPoolerQuotaUnderConcurrency(t *testing.T) {
 // TestPoolerCacheStatementModeFails: what breaks through PgBouncer 1.18 in
 // the default mode (cache_statement), and so why exec mode exists.
 func TestPoolerCacheStatementModeFails(t *testing.T) {
+	t.Parallel()
 	// The session's timeouts go as startup parameters: PgBouncer refuses
 	// the connection.
 	t.Run("StartupParameterRefused", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // redirect. Only exactly redirect=1 may redirect. Over the fake: the
 // query is HTTP's own, and every change goes through the store.
 func TestQueriesOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{Bucket: true})
 	ws := uuid.New()
 	tok := srv.Store.token(ws)

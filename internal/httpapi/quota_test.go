@@ -24,6 +24,7 @@ func wantQuota(t *testing.T, res result, quota string, limit, pending, adding in
 // exactly at the boundary, by bytes and by files; acks and expiry free
 // room; a refusal stores nothing; GET /uploads/limits reports the quota.
 func TestWorkspaceQuota(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{
 		"MAX_FILE_BYTES": "1000", "WORKSPACE_MAX_PENDING_BYTES": "3000", "WORKSPACE_MAX_PENDING_FILES": "64"}})
 	ws := uuid.New()
@@ -86,6 +87,7 @@ func manyFiles(t *testing.T, n int) ([]byte, string) {
 // of a workspace's quota, 1 MiB each: exactly 5 get in, the others are
 // refused, and what waits never passes the quota.
 func TestWorkspaceQuotaUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{
 		"MAX_FILE_BYTES": fmt.Sprint(mib), "WORKSPACE_MAX_PENDING_BYTES": fmt.Sprint(25 * mib)}})
@@ -135,6 +137,7 @@ func raceForTheQuota(t *testing.T, srv *apptest.Server) {
 // whose room was taken meanwhile is refused with nothing stored and its
 // upload still committable once room is made.
 func TestWorkspaceQuotaPresignAndCommit(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"MAX_FILE_BYTES": "2000", "WORKSPACE_MAX_PENDING_BYTES": "3000", "INLINE_MAX_BYTES": "1024"}})
 	ws := uuid.New()

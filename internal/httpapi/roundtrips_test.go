@@ -23,6 +23,7 @@ import (
 // apart: none while its verdict is cached, one (and still one Postgres
 // round trip) when it is not.
 func TestRoundTripsPerRequest(t *testing.T) {
+	t.Parallel()
 	cp := cptest.Start(t, tenantSlug)
 	env := cp.Env()
 	env["PUBLIC_ORIGIN"] = publicOrigin

@@ -20,6 +20,7 @@ import (
 // path that is not clean ("//", "/../", "/./", a trailing slash) is never
 // redirected: a JSON 401 without a token, a JSON 404 with one.
 func TestOnlyTheRouteTable(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)

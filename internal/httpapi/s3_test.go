@@ -79,6 +79,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 // → commit → list → content (307) → the presigned GET → byte-exact → ack
 // → sweep, and the object is gone at the end.
 func Test25MiBThroughTheBucket(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"ACK_RETENTION": "0s"}})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
@@ -183,6 +184,7 @@ func Test25MiBThroughTheBucket(t *testing.T) {
 // TestCommitRefusals: a PUT of the wrong size, an upload never PUT, an
 // unknown upload ID: 409 and nothing stored, in either table.
 func TestCommitRefusals(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	ws := uuid.New()
 	base := srv.URL + "/workspaces/" + ws.String()
@@ -272,6 +274,7 @@ func TestCommitRefusals(t *testing.T) {
 // Postgres and a 1 MiB file goes to S3 (INLINE_MAX_BYTES 256 KiB), and both
 // come back byte-exact in the response body.
 func TestInlineOrBucketByInlineMax(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	ws := uuid.New()
 	base := srv.URL + "/workspaces/" + ws.String()

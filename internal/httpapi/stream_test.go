@@ -26,6 +26,7 @@ import (
 // ignored: 200 with the whole file. Inline small, inline over a chunk and
 // bucket-held files alike.
 func TestContentRange(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"INLINE_MAX_BYTES": strconv.Itoa(3 << 20), "MAX_REQUEST_BYTES": strconv.Itoa(8 << 20)}})
 	ws := uuid.New()
@@ -110,6 +111,7 @@ func TestContentRange(t *testing.T) {
 // empty or other file. Inline (one statement, and chunked) and bucket
 // files alike.
 func TestContentRacesAckAndSweep(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{
 		"INLINE_MAX_BYTES": strconv.Itoa(2 << 20), "MAX_REQUEST_BYTES": strconv.Itoa(8 << 20)}})
 	ctx := context.Background()

@@ -26,6 +26,7 @@ func deadURL(t *testing.T) string {
 // TestStorageUnavailable: Postgres down answers 503 JSON quickly, on
 // every route, for the admin (storage) and a workspace token (token store).
 func TestStorageUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"DATABASE_URL": deadURL(t)}})
 	ws, id := uuid.New().String(), uuid.New().String()
 	storage := map[string]any{"code": "unavailable"}
@@ -58,6 +59,7 @@ func TestStorageUnavailable(t *testing.T) {
 // 500 today: pgxpool's "closed pool" is not one of the errors that mean
 // unavailability (see the report); either answer is accepted here.
 func TestStoragePoolClosed(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)

@@ -20,6 +20,7 @@ import (
 // answer exact, nothing asked of the store (over the fake: parsing is
 // HTTP's own).
 func TestUploadBadInput(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{})
 	good := file("good.txt", "text/plain", "good")
 	sixtyFive := make([]part, 65)
@@ -93,6 +94,7 @@ func TestUploadBadInput(t *testing.T) {
 // the configuration's cap reaching the API is TestUploadDefaultRequestCap's,
 // against the whole service).
 func TestUploadRequestCap(t *testing.T) {
+	t.Parallel()
 	const limit = 65536
 	srv := newFakeServer(t, fakeOptions{MaxRequestBytes: limit})
 
@@ -153,6 +155,7 @@ func TestUploadRequestCap(t *testing.T) {
 // declared Content-Length before the body is read. Against the whole
 // service: the default is the configuration's.
 func TestUploadDefaultRequestCap(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	_, ct := form(t, file("a", "", "a"))
@@ -166,6 +169,7 @@ func TestUploadDefaultRequestCap(t *testing.T) {
 // per-file cap (over the fake, whose FileCap is the default's; the
 // store's own cap is pendinguploads' TestStage).
 func TestUploadPerFileCap(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{MaxRequestBytes: 30 << 20})
 
 	t.Run("FileExceedsPerFileCap", func(t *testing.T) {
@@ -193,6 +197,7 @@ func TestUploadPerFileCap(t *testing.T) {
 }
 
 func TestUploadSuccess(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 
 	t.Run("FilesInRequestOrder", func(t *testing.T) {
@@ -370,6 +375,7 @@ func TestUploadSuccess(t *testing.T) {
 // TestUploadSanitizeFilename sends every row of API.md's SanitizeFilename
 // table as a multipart filename.
 func TestUploadSanitizeFilename(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	tests := []struct {
 		name, in, want string
@@ -430,6 +436,7 @@ func TestUploadSanitizeFilename(t *testing.T) {
 // TestUploadSafeMimetype sends SafeMimetype's cases as part Content-Types,
 // and checks what upload answers, what is stored and what content serves.
 func TestUploadSafeMimetype(t *testing.T) {
+	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{})
 	tests := []struct {
 		name, in, want, served string
@@ -478,6 +485,7 @@ func TestUploadSafeMimetype(t *testing.T) {
 // TestUploadAtomic: one bad file, or one failed insert, and nothing of the
 // request is stored.
 func TestUploadAtomic(t *testing.T) {
+	t.Parallel()
 	t.Run("GoodFilePlusEmptyFile", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{})
 		ws := uuid.New()
@@ -537,6 +545,7 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 // lose the file silently, so the whole request is refused (over the
 // fake).
 func TestUploadUnreadableDispositionRefused(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{})
 	ws := uuid.New()
 	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
@@ -567,6 +576,7 @@ func TestUploadUnreadableDispositionRefused(t *testing.T) {
 // 400 malformed and nothing of it is stored, however complete its first
 // parts look. A whole body with an epilogue still passes (over the fake).
 func TestUploadCutBody(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, fakeOptions{})
 	good := "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"good.txt\"\r\n\r\ngood\r\n"
 	const ctype = "multipart/form-data; boundary=B"

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/app"
+	"github.com/pendinguploads/pendinguploads/internal/awsenv"
 	"github.com/pendinguploads/pendinguploads/internal/config"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
@@ -123,6 +125,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		serviceURL = s.Bouncer.URL
 	}
 	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey}
+	// awsEnv is the AWS part of the service's environment with S3: moto's
+	// credentials and region, read by awsenv.Load as a function reads its
+	// own, and never set in the process (t.Setenv would forbid
+	// t.Parallel). Without S3, the process's environment (a test's own
+	// t.Setenv) is read, as before.
+	awsEnv := map[string]string{}
 	if opts.S3 {
 		s.S3 = s3test.MustStart(tb)
 		var client *s3.Client
@@ -130,7 +138,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.Objects = &s3test.Objects{Client: client, Bucket: s.Bucket}
 		for _, kv := range s.S3.Env() {
 			k, v, _ := strings.Cut(kv, "=")
-			tb.Setenv(k, v) // the AWS SDK reads credentials from the environment
+			awsEnv[k] = v
 		}
 		env["CONTENT_BUCKET"] = s.Bucket
 		env["S3_ENDPOINT"] = s.S3.URL
@@ -156,6 +164,14 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		MaxConns:   8,
 		OpenBucket: s3blobs.OpenBucket,
 		Tracer:     s.tracer(opts),
+		LoadAWS: func(_ context.Context, log *slog.Logger) (aws.Config, error) {
+			return awsenv.Load(func(k string) string {
+				if v, ok := awsEnv[k]; ok {
+					return v
+				}
+				return os.Getenv(k)
+			}, log)
+		},
 	})
 	if err != nil {
 		tb.Fatalf("apptest: %v", err)
