@@ -42,8 +42,9 @@ func (l *lockedBuffer) String() string {
 
 // TestWatchPull: pendingctl pull --watch, with nothing but what a pull
 // needs (the API's URL, the token, the workspace), subscribes where the
-// server's limits say, says so in one line, and delivers a file within a
-// second of its upload's 200 though its fallback is an hour; it stops
+// server's limits say, says so in one line, and delivers a file by its
+// hint, since its fallback is an hour (how soon after its upload's 200 is
+// logged, not asserted: a loaded machine is no measure); it stops
 // cleanly. Against a server without push it says to use --interval, and
 // --watch beside --interval is a usage error.
 func TestWatchPull(t *testing.T) {
@@ -92,8 +93,8 @@ func TestWatchPull(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, "hinted.txt")); err == nil && string(b) == "hinted" {
 			break
 		}
-		if time.Since(ok200) > time.Second {
-			t.Fatalf("hinted.txt not delivered within 1s of its 200; stdout %q, stderr %q", out.String(), errb.String())
+		if time.Since(ok200) > 10*time.Second { // the fallback is an hour: only the hint can bring it
+			t.Fatalf("hinted.txt not delivered within 10s of its 200, with no poll due for an hour; stdout %q, stderr %q", out.String(), errb.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
