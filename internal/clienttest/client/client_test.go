@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/google/uuid"
@@ -28,42 +27,15 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func mustClient(t *testing.T, base, token string) *client.Client {
-	t.Helper()
-	c, err := client.New(base, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Retry = client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}
-	return c
-}
-
-// randomBytes returns n bytes of a seeded generator: fixtures made, not stored.
-// randomBytes is n pseudo-random bytes of seed, from ChaCha8 in one Read:
-// a byte at a time, 20 MiB cost seconds under -race.
-func randomBytes(n int, seed uint64) []byte {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(key).Read(b)
-	return b
-}
-
 func hexSum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 func TestUploadListDownloadAck(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
-	ctx := ctxT(t)
-	a, b := randomBytes(1000, 1), []byte("hello\n")
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := clientkit.Ctx(t)
+	a, b := clientkit.RandomBytes(1000, 1), []byte("hello\n")
 	staged, err := admin.Upload(ctx, ws, []client.UploadFile{
 		client.BytesFile("a b.bin", "application/x-thing", a),
 		client.BytesFile(`we"ird\name.txt`, "text/plain", b),
@@ -122,8 +94,8 @@ func TestUploadListDownloadAck(t *testing.T) {
 func TestListAllPages(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	c := mustClient(t, srv.URL, srv.AdminToken)
-	ctx := ctxT(t)
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	ctx := clientkit.Ctx(t)
 	var files []client.UploadFile
 	for i := range 130 {
 		files = append(files, client.BytesFile(fmt.Sprintf("f%03d.txt", i), "text/plain", []byte{byte(i)}))
@@ -156,13 +128,13 @@ func TestUploadSizeRules(t *testing.T) {
 	t.Run("LearnsRequestCapFrom413", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "1048576"}})
 		ws := uuid.New()
-		c := mustClient(t, srv.URL, srv.AdminToken)
+		c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 		files := []client.UploadFile{
-			client.BytesFile("a.bin", "", randomBytes(600<<10, 1)),
-			client.BytesFile("b.bin", "", randomBytes(600<<10, 2)),
-			client.BytesFile("c.bin", "", randomBytes(600<<10, 3)),
+			client.BytesFile("a.bin", "", clientkit.RandomBytes(600<<10, 1)),
+			client.BytesFile("b.bin", "", clientkit.RandomBytes(600<<10, 2)),
+			client.BytesFile("c.bin", "", clientkit.RandomBytes(600<<10, 3)),
 		}
-		staged, err := c.Upload(ctxT(t), ws, files)
+		staged, err := c.Upload(clientkit.Ctx(t), ws, files)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +145,9 @@ func TestUploadSizeRules(t *testing.T) {
 	t.Run("ErrTooLargeWithoutPresign", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{})
 		ws := uuid.New()
-		c := mustClient(t, srv.URL, srv.AdminToken)
+		c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 		c.MaxRequestBytes = 64 << 20 // believe a raised cap: the 413 corrects it
-		staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", randomBytes(5<<20, 4))})
+		staged, err := c.Upload(clientkit.Ctx(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", clientkit.RandomBytes(5<<20, 4))})
 		if !errors.Is(err, client.ErrTooLarge) || len(staged) != 0 {
 			t.Fatalf("got %v, %v; want ErrTooLarge", staged, err)
 		}
@@ -186,24 +158,24 @@ func TestUploadSizeRules(t *testing.T) {
 		if !strings.Contains(err.Error(), "(max 4194304 bytes, 4.0 MiB)") || strings.Contains(err.Error(), "e+06") {
 			t.Errorf("message: got %q, want the 413's max as (max 4194304 bytes, 4.0 MiB)", err)
 		}
-		if files, _ := c.List(ctxT(t), ws); len(files) != 0 {
+		if files, _ := c.List(clientkit.Ctx(t), ws); len(files) != 0 {
 			t.Fatalf("list: got %d files, want none", len(files))
 		}
 	})
 	t.Run("MultipartWhenCapRaised", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}})
 		ws := uuid.New()
-		c := mustClient(t, srv.URL, srv.AdminToken)
-		big := randomBytes(20<<20, 5)
-		staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", big)})
+		c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+		big := clientkit.RandomBytes(20<<20, 5)
+		staged, err := c.Upload(clientkit.Ctx(t), ws, []client.UploadFile{client.BytesFile("big.bin", "", big)})
 		if err != nil || len(staged) != 1 || staged[0].SHA256 != hexSum(big) {
 			t.Fatalf("got %+v, %v", staged, err)
 		}
 	})
 	t.Run("RefusedBeforeSending", func(t *testing.T) {
-		c := mustClient(t, "http://127.0.0.1:1", "tok")
+		c := clientkit.MustClient(t, "http://127.0.0.1:1", "tok")
 		for _, f := range []client.UploadFile{client.BytesFile("empty", "", nil), {Name: "huge", Size: client.MaxFileBytes + 1, Open: func() (io.ReadCloser, error) { return nil, nil }}} {
-			if _, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{f}); err == nil || client.IsUnavailable(err) {
+			if _, err := c.Upload(clientkit.Ctx(t), uuid.New(), []client.UploadFile{f}); err == nil || client.IsUnavailable(err) {
 				t.Fatalf("%s: got %v, want a refusal without a request", f.Name, err)
 			}
 		}
@@ -214,9 +186,9 @@ func TestUploadSizeRules(t *testing.T) {
 func TestUploadPresignedS3(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
 	ws := uuid.New()
-	c := mustClient(t, srv.URL, srv.AdminToken)
-	big := randomBytes(6<<20, 6)
-	staged, err := c.UploadPresigned(ctxT(t), ws, []client.UploadFile{client.BytesFile("big.bin", "application/octet-stream", big)})
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	big := clientkit.RandomBytes(6<<20, 6)
+	staged, err := c.UploadPresigned(clientkit.Ctx(t), ws, []client.UploadFile{client.BytesFile("big.bin", "application/octet-stream", big)})
 	if err != nil {
 		t.Fatalf("presigned upload: %v", err)
 	}
@@ -225,15 +197,15 @@ func TestUploadPresignedS3(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	f := client.File{FileID: staged[0].FileID, Size: staged[0].Size, SHA256: staged[0].SHA256}
-	if _, err := c.Download(ctxT(t), ws, f, &buf); err != nil || !bytes.Equal(buf.Bytes(), big) {
+	if _, err := c.Download(clientkit.Ctx(t), ws, f, &buf); err != nil || !bytes.Equal(buf.Bytes(), big) {
 		t.Fatalf("download: %v", err)
 	}
 }
 
 func TestPresignNotOffered(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
-	c := mustClient(t, srv.URL, srv.AdminToken)
-	_, err := c.Presign(ctxT(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	_, err := c.Presign(clientkit.Ctx(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
 	if !errors.Is(err, client.ErrPresignNotOffered) {
 		t.Fatalf("got %v, want ErrPresignNotOffered", err)
 	}
@@ -245,9 +217,9 @@ func TestPresignNotOffered(t *testing.T) {
 func TestFetchRedirectS3(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MAX_REQUEST_BYTES": "33554432"}})
 	ws := uuid.New()
-	c := mustClient(t, srv.URL, srv.AdminToken)
-	ctx := ctxT(t)
-	big := randomBytes(5<<20, 7)
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	ctx := clientkit.Ctx(t)
+	big := clientkit.RandomBytes(5<<20, 7)
 	if _, err := c.Upload(ctx, ws, []client.UploadFile{client.BytesFile("big.bin", "", big)}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,8 +258,8 @@ func TestRedirectDropsAuthorization(t *testing.T) {
 		http.Redirect(w, r, bucket.URL+"/obj?X-Amz-Signature=abc", http.StatusTemporaryRedirect)
 	}))
 	defer api.Close()
-	c := mustClient(t, api.URL, "secret-token")
-	ct, err := c.Fetch(ctxT(t), uuid.New(), uuid.New())
+	c := clientkit.MustClient(t, api.URL, "secret-token")
+	ct, err := c.Fetch(clientkit.Ctx(t), uuid.New(), uuid.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,8 +277,8 @@ func TestTypedErrors(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws, other := uuid.New(), uuid.New()
 	tok := srv.WorkspaceToken(t, other)
-	c := mustClient(t, srv.URL, tok)
-	ctx := ctxT(t)
+	c := clientkit.MustClient(t, srv.URL, tok)
+	ctx := clientkit.Ctx(t)
 	t.Run("Unauthorized", func(t *testing.T) {
 		_, err := c.List(ctx, ws)
 		var ae *client.APIError
@@ -328,7 +300,7 @@ func TestTypedErrors(t *testing.T) {
 		}
 	})
 	t.Run("Fields", func(t *testing.T) {
-		admin := mustClient(t, srv.URL, srv.AdminToken)
+		admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 		_, err := admin.UploadMultipart(ctx, ws, []client.UploadFile{client.BytesFile("x.bin", "", nil)})
 		var ae *client.APIError
 		if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != wire.CodeEmptyFile || ae.Fields["filename"] != "x.bin" {
@@ -352,16 +324,16 @@ func TestRetries(t *testing.T) {
 	defer flaky.Close()
 	t.Run("ListRetriedOn503", func(t *testing.T) {
 		calls.Store(0)
-		c := mustClient(t, flaky.URL, "tok")
-		files, err := c.List(ctxT(t), uuid.New())
+		c := clientkit.MustClient(t, flaky.URL, "tok")
+		files, err := c.List(clientkit.Ctx(t), uuid.New())
 		if err != nil || len(files) != 0 || calls.Load() != 3 {
 			t.Fatalf("got %v, %v after %d calls; want success after 3", files, err, calls.Load())
 		}
 	})
 	t.Run("UploadNotRetried", func(t *testing.T) {
 		calls.Store(0)
-		c := mustClient(t, flaky.URL, "tok")
-		_, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
+		c := clientkit.MustClient(t, flaky.URL, "tok")
+		_, err := c.Upload(clientkit.Ctx(t), uuid.New(), []client.UploadFile{client.BytesFile("a", "", []byte("x"))})
 		var ae *client.APIError
 		if !client.IsUnavailable(err) || !errors.As(err, &ae) || ae.Code != "unavailable" || calls.Load() != 1 {
 			t.Fatalf("got %v after %d calls; want one 503", err, calls.Load())
@@ -369,15 +341,15 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("AckRetriedThenGivesUp", func(t *testing.T) {
 		calls.Store(0)
-		c := mustClient(t, flaky.URL, "tok")
-		_, err := c.Ack(ctxT(t), uuid.New(), uuid.New())
+		c := clientkit.MustClient(t, flaky.URL, "tok")
+		_, err := c.Ack(clientkit.Ctx(t), uuid.New(), uuid.New())
 		if !client.IsUnavailable(err) || calls.Load() != 3 {
 			t.Fatalf("got %v after %d calls; want 3 tries", err, calls.Load())
 		}
 	})
 	t.Run("ContextBoundsBackoff", func(t *testing.T) {
 		calls.Store(0)
-		c := mustClient(t, flaky.URL, "tok")
+		c := clientkit.MustClient(t, flaky.URL, "tok")
 		c.Retry = client.RetryPolicy{MaxAttempts: 100, BaseDelay: time.Second, MaxDelay: time.Minute}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
@@ -391,8 +363,8 @@ func TestRetries(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
 		u := dead.URL
 		dead.Close()
-		c := mustClient(t, u, "tok")
-		_, err := c.List(ctxT(t), uuid.New())
+		c := clientkit.MustClient(t, u, "tok")
+		_, err := c.List(clientkit.Ctx(t), uuid.New())
 		var te *client.TransportError
 		if !errors.As(err, &te) || !client.IsUnavailable(err) {
 			t.Fatalf("got %v, want a TransportError", err)
@@ -406,9 +378,9 @@ func TestRetries(t *testing.T) {
 func TestDownloadIntegrity(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	ctx := ctxT(t)
-	data := randomBytes(5000, 8)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	ctx := clientkit.Ctx(t)
+	data := clientkit.RandomBytes(5000, 8)
 	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("d.bin", "", data)}); err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +393,7 @@ func TestDownloadIntegrity(t *testing.T) {
 		"AlteredHeader": apptest.TamperProxy(t, srv.URL, false, "sha-256=:"+strings.Repeat("A", 43)+"=:"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := mustClient(t, proxy, srv.AdminToken)
+			c := clientkit.MustClient(t, proxy, srv.AdminToken)
 			_, err := c.Download(ctx, ws, files[0], io.Discard)
 			if !errors.Is(err, client.ErrIntegrity) {
 				t.Fatalf("got %v, want ErrIntegrity", err)
@@ -463,12 +435,12 @@ func TestParseContentDigest(t *testing.T) {
 // 30 MiB file through), and to the default cap where the route is absent.
 func TestFileCapFromLimits(t *testing.T) {
 	huge := client.UploadFile{Name: "huge", Size: 30 << 20, Open: func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(randomBytes(30<<20, 9))), nil
+		return io.NopCloser(bytes.NewReader(clientkit.RandomBytes(30<<20, 9))), nil
 	}}
 	t.Run("Raised", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_FILE_BYTES": "104857600", "MAX_REQUEST_BYTES": "67108864"}})
-		c := mustClient(t, srv.URL, srv.AdminToken)
-		l, err := c.Limits(ctxT(t))
+		c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+		l, err := c.Limits(clientkit.Ctx(t))
 		if err != nil || l.PerFileBytes != 104857600 || l.MaxAttachmentsPerMessage != 64 {
 			t.Fatalf("limits: %+v, %v", l, err)
 		}
@@ -477,7 +449,7 @@ func TestFileCapFromLimits(t *testing.T) {
 			l.WorkspaceMaxPendingBytes != 5<<30 || l.WorkspaceMaxPendingFiles != 10000 {
 			t.Fatalf("limits: %+v, want no presign, no parts, the default quota", l)
 		}
-		staged, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge})
+		staged, err := c.Upload(clientkit.Ctx(t), uuid.New(), []client.UploadFile{huge})
 		if err != nil || len(staged) != 1 || staged[0].Size != 30<<20 {
 			t.Fatalf("30 MiB under a 100 MiB cap: %+v, %v", staged, err)
 		}
@@ -491,8 +463,8 @@ func TestFileCapFromLimits(t *testing.T) {
 			http.NotFound(w, r)
 		}))
 		defer old.Close()
-		c := mustClient(t, old.URL, "tok")
-		if _, err := c.Upload(ctxT(t), uuid.New(), []client.UploadFile{huge}); !errors.Is(err, client.ErrTooLarge) || posts.Load() != 0 {
+		c := clientkit.MustClient(t, old.URL, "tok")
+		if _, err := c.Upload(clientkit.Ctx(t), uuid.New(), []client.UploadFile{huge}); !errors.Is(err, client.ErrTooLarge) || posts.Load() != 0 {
 			t.Fatalf("got %v after %d POSTs; want ErrTooLarge before any", err, posts.Load())
 		}
 	})
@@ -511,10 +483,10 @@ func TestQuotaExceeded(t *testing.T) {
 	for i := range files {
 		files[i] = client.BytesFile(fmt.Sprintf("f%d.txt", i), "text/plain", []byte("x"))
 	}
-	if _, err := c.Upload(ctxT(t), ws, files); err != nil {
+	if _, err := c.Upload(clientkit.Ctx(t), ws, files); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Upload(ctxT(t), ws, files[:1])
+	_, err = c.Upload(clientkit.Ctx(t), ws, files[:1])
 	var ae *client.APIError
 	if !client.IsQuotaExceeded(err) || client.IsTooLarge(err) || !errors.As(err, &ae) {
 		t.Fatalf("got %v, want a quota refusal", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/wire"
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
@@ -31,8 +32,8 @@ func TestBranchesOnCodes(t *testing.T) {
 	t.Run("RequestCap", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"MAX_REQUEST_BYTES": "1048576"}})
 		files := []client.UploadFile{
-			client.BytesFile("a.bin", "", randomBytes(600<<10, 1)),
-			client.BytesFile("b.bin", "", randomBytes(600<<10, 2)),
+			client.BytesFile("a.bin", "", clientkit.RandomBytes(600<<10, 1)),
+			client.BytesFile("b.bin", "", clientkit.RandomBytes(600<<10, 2)),
 		}
 		for name, tc := range map[string]struct {
 			edit   func(map[string]any)
@@ -42,8 +43,8 @@ func TestBranchesOnCodes(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				ws := uuid.New()
-				c := mustClient(t, apptest.ErrorProxy(t, srv.URL, tc.edit), srv.AdminToken)
-				staged, err := c.Upload(ctxT(t), ws, files)
+				c := clientkit.MustClient(t, apptest.ErrorProxy(t, srv.URL, tc.edit), srv.AdminToken)
+				staged, err := c.Upload(clientkit.Ctx(t), ws, files)
 				switch {
 				case tc.learns && (err != nil || len(staged) != 2):
 					t.Fatalf("got %d files, %v; want both, in two requests", len(staged), err)
@@ -56,15 +57,15 @@ func TestBranchesOnCodes(t *testing.T) {
 	t.Run("Quota", func(t *testing.T) {
 		srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"WORKSPACE_MAX_PENDING_FILES": "64"}})
 		ws := uuid.New()
-		c := mustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
+		c := clientkit.MustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
 		files := make([]client.UploadFile, 65)
 		for i := range files {
 			files[i] = client.BytesFile(fmt.Sprintf("f%d.txt", i), "", []byte("x"))
 		}
-		if _, err := c.Upload(ctxT(t), ws, files[:64]); err != nil {
+		if _, err := c.Upload(clientkit.Ctx(t), ws, files[:64]); err != nil {
 			t.Fatal(err)
 		}
-		_, err := c.Upload(ctxT(t), ws, files[64:])
+		_, err := c.Upload(clientkit.Ctx(t), ws, files[64:])
 		if !client.IsQuotaExceeded(err) || client.ErrorCode(err) != wire.CodeQuotaExceeded {
 			t.Fatalf("got %v (code %q), want quota_exceeded", err, client.ErrorCode(err))
 		}
@@ -79,16 +80,16 @@ func TestBranchesOnCodes(t *testing.T) {
 	t.Run("Committed", func(t *testing.T) {
 		srv, _ := partsServer(t)
 		ws := uuid.New()
-		c := mustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
-		data := randomBytes(11*mib, 31)
+		c := clientkit.MustClient(t, apptest.ErrorProxy(t, srv.URL, reworded), srv.AdminToken)
+		data := clientkit.RandomBytes(11*mib, 31)
 		f := client.BytesFile("big.bin", "", data)
 		var id uuid.UUID
 		f.OnPresigned = func(p client.PresignedUpload) error { id = p.UploadID; return nil }
-		staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{f})
+		staged, err := c.Upload(clientkit.Ctx(t), ws, []client.UploadFile{f})
 		if err != nil || id == uuid.Nil {
 			t.Fatalf("upload: %v (upload id %s)", err, id)
 		}
-		again, err := c.ResumeUpload(ctxT(t), ws, id, f)
+		again, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 		if err != nil || again.FileID != staged[0].FileID {
 			t.Fatalf("resume of a committed upload: got %+v, %v; want file %s", again, err, staged[0].FileID)
 		}

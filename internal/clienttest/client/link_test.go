@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
@@ -20,9 +21,9 @@ import (
 func TestLink(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
-	ctx := ctxT(t)
-	data := randomBytes(3000, 7)
+	wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := clientkit.Ctx(t)
+	data := clientkit.RandomBytes(3000, 7)
 	staged, err := wsc.Upload(ctx, ws, []client.UploadFile{client.BytesFile("notes.bin", "application/octet-stream", data)})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestLink(t *testing.T) {
 		t.Fatalf("GET the link: %d, %d bytes, %v; want 200 and the file", resp.StatusCode, len(got), err)
 	}
 
-	other := mustClient(t, srv.URL, srv.WorkspaceToken(t, uuid.New()))
+	other := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, uuid.New()))
 	_, err = other.Link(ctx, ws, staged[0].FileID)
 	if apiErr, ok := errors.AsType[*client.APIError](err); !ok || apiErr.Status != http.StatusUnauthorized {
 		t.Errorf("another workspace's token: got %v, want a 401 *APIError", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/client"
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
@@ -42,10 +43,10 @@ func partsServer(t *testing.T) (*apptest.Server, *s3test.PartProxy) {
 // unless it is want, byte for byte.
 func download(t *testing.T, srv *apptest.Server, ws uuid.UUID, s client.StagedFile, want []byte) {
 	t.Helper()
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
 	var buf bytes.Buffer
 	f := client.File{FileID: s.FileID, Size: s.Size, SHA256: s.SHA256}
-	if _, err := wsc.Download(ctxT(t), ws, f, &buf); err != nil {
+	if _, err := wsc.Download(clientkit.Ctx(t), ws, f, &buf); err != nil {
 		t.Fatalf("download: %v", err)
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
@@ -72,9 +73,9 @@ func partNumbers(counts map[int]int) []int { return slices.Sorted(maps.Keys(coun
 func TestUploadInParts(t *testing.T) {
 	srv, proxy := partsServer(t)
 	ws := uuid.New()
-	c := mustClient(t, srv.URL, srv.AdminToken)
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 	c.PartsInFlight = 2
-	data := randomBytes(21*mib+123, 21)
+	data := clientkit.RandomBytes(21*mib+123, 21)
 	big := client.BytesFile("big.bin", "application/octet-stream", data)
 	var mu sync.Mutex
 	var reports []int64
@@ -85,7 +86,7 @@ func TestUploadInParts(t *testing.T) {
 	}
 	var presigned client.PresignedUpload
 	big.OnPresigned = func(p client.PresignedUpload) error { presigned = p; return nil }
-	staged, err := c.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("small.txt", "text/plain", []byte("small")), big})
+	staged, err := c.Upload(clientkit.Ctx(t), ws, []client.UploadFile{client.BytesFile("small.txt", "text/plain", []byte("small")), big})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func interrupted(t *testing.T, c *client.Client, proxy *s3test.PartProxy, ws uui
 	t.Helper()
 	proxy.Hold(done)
 	defer proxy.Unhold()
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(clientkit.Ctx(t))
 	defer cancel()
 	var id uuid.UUID
 	f.OnPresigned = func(p client.PresignedUpload) error { id = p.UploadID; return nil }
@@ -123,7 +124,7 @@ func interrupted(t *testing.T, c *client.Client, proxy *s3test.PartProxy, ws uui
 		_, err := c.Upload(ctx, ws, []client.UploadFile{f})
 		errc <- err
 	}()
-	if !proxy.WaitHeld(ctxT(t), done) {
+	if !proxy.WaitHeld(clientkit.Ctx(t), done) {
 		t.Fatal("the upload never stalled")
 	}
 	cancel()
@@ -149,8 +150,8 @@ func interrupted(t *testing.T, c *client.Client, proxy *s3test.PartProxy, ws uui
 func TestResumeUpload(t *testing.T) {
 	srv, proxy := partsServer(t)
 	ws := uuid.New()
-	c := mustClient(t, srv.URL, srv.AdminToken)
-	data := randomBytes(21*mib+123, 22)
+	c := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	data := clientkit.RandomBytes(21*mib+123, 22)
 	f := client.BytesFile("big.bin", "", data)
 
 	id := interrupted(t, c, proxy, ws, f, 2)
@@ -174,7 +175,7 @@ func TestResumeUpload(t *testing.T) {
 		plan = p.Multipart
 		return nil
 	}
-	staged, err := c.ResumeUpload(ctxT(t), ws, id, f)
+	staged, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -199,7 +200,7 @@ func TestResumeUpload(t *testing.T) {
 	download(t, srv, ws, staged, data)
 
 	t.Run("Committed", func(t *testing.T) {
-		again, err := c.ResumeUpload(ctxT(t), ws, id, f)
+		again, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 		if err != nil || again.FileID != staged.FileID {
 			t.Fatalf("resume of a committed upload: got %+v, %v; want file %s", again, err, staged.FileID)
 		}
@@ -209,14 +210,14 @@ func TestResumeUpload(t *testing.T) {
 	})
 	t.Run("Aborted", func(t *testing.T) {
 		id := interrupted(t, c, proxy, ws, f, 1)
-		if err := c.AbortUpload(ctxT(t), ws, id); err != nil {
+		if err := c.AbortUpload(clientkit.Ctx(t), ws, id); err != nil {
 			t.Fatalf("abort: %v", err)
 		}
-		_, err := c.ResumeUpload(ctxT(t), ws, id, f)
+		_, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 		if !errors.Is(err, client.ErrUploadGone) || !client.IsNotFound(err) {
 			t.Fatalf("resume of an aborted upload: got %v, want ErrUploadGone", err)
 		}
-		if err := c.AbortUpload(ctxT(t), ws, id); !client.IsNotFound(err) {
+		if err := c.AbortUpload(clientkit.Ctx(t), ws, id); !client.IsNotFound(err) {
 			t.Fatalf("abort again: got %v, want a 404", err)
 		}
 	})
@@ -225,7 +226,7 @@ func TestResumeUpload(t *testing.T) {
 		if _, err := srv.Pool.Exec(context.Background(), `UPDATE presigned_uploads SET expires_at = now() - interval '1 second' WHERE upload_id = $1`, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.ResumeUpload(ctxT(t), ws, id, f); !errors.Is(err, client.ErrUploadGone) {
+		if _, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f); !errors.Is(err, client.ErrUploadGone) {
 			t.Fatalf("resume of an expired upload: got %v, want ErrUploadGone", err)
 		}
 	})
@@ -249,21 +250,21 @@ func TestPartURLsRenewed(t *testing.T) {
 	}))
 	defer api.Close()
 	ws := uuid.New()
-	c := mustClient(t, api.URL, srv.AdminToken)
-	data := randomBytes(11*mib, 23)
+	c := clientkit.MustClient(t, api.URL, srv.AdminToken)
+	data := clientkit.RandomBytes(11*mib, 23)
 	f := client.BytesFile("big.bin", "", data)
-	ups, err := c.Presign(ctxT(t), ws, []client.UploadFile{f})
+	ups, err := c.Presign(clientkit.Ctx(t), ws, []client.UploadFile{f})
 	if err != nil || ups[0].Multipart == nil {
 		t.Fatalf("presign: %+v, %v", ups, err)
 	}
 	ups[0].ExpiresAt = time.Now().Add(30 * time.Second)
-	if err := c.PutPresigned(ctxT(t), ups[0], f); err != nil {
+	if err := c.PutPresigned(clientkit.Ctx(t), ups[0], f); err != nil {
 		t.Fatalf("put: %v", err)
 	}
 	if resumes.Load() != 1 {
 		t.Errorf("resumes: %d, want 1 (the plan renewed once)", resumes.Load())
 	}
-	staged, err := c.Commit(ctxT(t), ws, []uuid.UUID{ups[0].UploadID})
+	staged, err := c.Commit(clientkit.Ctx(t), ws, []uuid.UUID{ups[0].UploadID})
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -295,24 +296,24 @@ func TestResumeAfterACutCommitOnAnOlderServer(t *testing.T) {
 	}))
 	defer older.Close()
 	ws := uuid.New()
-	c := mustClient(t, older.URL, srv.AdminToken)
+	c := clientkit.MustClient(t, older.URL, srv.AdminToken)
 	c.Retry = client.RetryPolicy{MaxAttempts: 1}
-	data := randomBytes(5*mib+123, 24)
+	data := clientkit.RandomBytes(5*mib+123, 24)
 	f := client.BytesFile("big.bin", "", data)
 	var id uuid.UUID
 	f.OnPresigned = func(p client.PresignedUpload) error { id = p.UploadID; return nil }
 	proxy.SlowCopies(time.Minute, 0)
-	if _, err := c.Upload(ctxT(t), ws, []client.UploadFile{f}); !hasStatus(err, http.StatusServiceUnavailable) {
+	if _, err := c.Upload(clientkit.Ctx(t), ws, []client.UploadFile{f}); !hasStatus(err, http.StatusServiceUnavailable) {
 		t.Fatalf("upload whose commit is cut: got %v, want a 503", err)
 	}
 	f.OnPresigned = nil
 	proxy.Reset()
-	_, err := c.ResumeUpload(ctxT(t), ws, id, f)
+	_, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 	if errors.Is(err, client.ErrUploadGone) || !hasStatus(err, http.StatusServiceUnavailable) {
 		t.Fatalf("resume whose commit is cut again: got %v, want the 503, not ErrUploadGone", err)
 	}
 	proxy.SlowCopies(0, 0)
-	staged, err := c.ResumeUpload(ctxT(t), ws, id, f)
+	staged, err := c.ResumeUpload(clientkit.Ctx(t), ws, id, f)
 	if err != nil {
 		t.Fatalf("resume with the bucket quick again: %v", err)
 	}

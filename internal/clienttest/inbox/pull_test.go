@@ -19,6 +19,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 )
 
@@ -37,14 +38,14 @@ func stateEntries(t *testing.T, dir string) []string {
 func TestPullDeliversAndAcks(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
-	ctx := ctxT(t)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	ctx := clientkit.Ctx(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "same.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	one, two, three := []byte("one"), []byte("two"), randomBytes(70000, 9)
+	one, two, three := []byte("one"), []byte("two"), clientkit.RandomBytes(70000, 9)
 	if _, err := admin.Upload(ctx, ws, []client.UploadFile{
 		client.BytesFile("same.txt", "", one), client.BytesFile("same.txt", "", two),
 		client.BytesFile("../../etc/x y.bin", "", three),
@@ -112,16 +113,16 @@ func onAck(t *testing.T, srv *apptest.Server, ack func(w http.ResponseWriter, r 
 func TestPullStoppedBeforeAck(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	admin := mustClient(t, srv.URL, srv.AdminToken)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 	tok := srv.WorkspaceToken(t, ws)
-	wsc := mustClient(t, srv.URL, tok)
-	ctx := ctxT(t)
+	wsc := clientkit.MustClient(t, srv.URL, tok)
+	ctx := clientkit.Ctx(t)
 	dir := t.TempDir()
-	data := randomBytes(3000, 10)
+	data := clientkit.RandomBytes(3000, 10)
 	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("a.bin", "", data)}); err != nil {
 		t.Fatal(err)
 	}
-	refusing := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+	refusing := clientkit.MustClient(t, onAck(t, srv, func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"error":"invalid workspace auth token","code":"invalid_token"}` + "\n"))
@@ -152,8 +153,8 @@ func TestPullStoppedBeforeAck(t *testing.T) {
 // one copy.
 func TestPullRecoveryStates(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	ctx := ctxT(t)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	ctx := clientkit.Ctx(t)
 	for _, tc := range []struct {
 		name  string
 		setup func(dir, part, final string)
@@ -168,7 +169,7 @@ func TestPullRecoveryStates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := uuid.New()
-			wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+			wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
 			staged, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("r.txt", "", []byte("data"))})
 			if err != nil {
 				t.Fatal(err)
@@ -219,14 +220,14 @@ func must(t *testing.T, err error) {
 func TestPullRefusesTamperedBytes(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	admin := mustClient(t, srv.URL, srv.AdminToken)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
 	tok := srv.WorkspaceToken(t, ws)
-	ctx := ctxT(t)
-	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("t.bin", "", randomBytes(4000, 11))}); err != nil {
+	ctx := clientkit.Ctx(t)
+	if _, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("t.bin", "", clientkit.RandomBytes(4000, 11))}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	c := mustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
+	c := clientkit.MustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
 	res, err := inbox.New(c, ws, dir).Pull(ctx)
 	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 || res.Listed != 1 || res.Remaining != 1 {
 		t.Fatalf("got %+v, %v; want one integrity error, the file still pending", res, err)
@@ -246,20 +247,20 @@ func TestPullLocked(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
 	tok := srv.WorkspaceToken(t, ws)
-	wsc := mustClient(t, srv.URL, tok)
+	wsc := clientkit.MustClient(t, srv.URL, tok)
 	dir := t.TempDir()
 	inner := make(chan error, 1)
 	// Hold the lock from a first pull (at its ack) while a second one tries.
-	holding := mustClient(t, onAck(t, srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		_, err := inbox.New(wsc, ws, dir).Pull(ctxT(t))
+	holding := clientkit.MustClient(t, onAck(t, srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		_, err := inbox.New(wsc, ws, dir).Pull(clientkit.Ctx(t))
 		inner <- err
 		next.ServeHTTP(w, r)
 	}), tok)
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	if _, err := admin.Upload(ctxT(t), ws, []client.UploadFile{client.BytesFile("l.txt", "", []byte("x"))}); err != nil {
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	if _, err := admin.Upload(clientkit.Ctx(t), ws, []client.UploadFile{client.BytesFile("l.txt", "", []byte("x"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inbox.New(holding, ws, dir).Pull(ctxT(t)); err != nil {
+	if _, err := inbox.New(holding, ws, dir).Pull(clientkit.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-inner; !errors.Is(err, inbox.ErrLocked) {
@@ -292,8 +293,8 @@ func TestPullResumesPart(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	admin := mustClient(t, srv.URL, srv.AdminToken)
-	ctx := ctxT(t)
+	admin := clientkit.MustClient(t, srv.URL, srv.AdminToken)
+	ctx := clientkit.Ctx(t)
 	for _, tc := range []struct {
 		name    string
 		size    int
@@ -310,11 +311,11 @@ func TestPullResumesPart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := uuid.New()
-			wsc := mustClient(t, proxy.URL, srv.WorkspaceToken(t, ws))
+			wsc := clientkit.MustClient(t, proxy.URL, srv.WorkspaceToken(t, ws))
 			if tc.ignore {
 				ignoreRange.Store(ws.String(), true)
 			}
-			data := randomBytes(tc.size, uint64(tc.size+tc.have))
+			data := clientkit.RandomBytes(tc.size, uint64(tc.size+tc.have))
 			staged, err := admin.Upload(ctx, ws, []client.UploadFile{client.BytesFile("r.bin", "", data)})
 			if err != nil {
 				t.Fatal(err)
@@ -378,7 +379,7 @@ func TestPullResumesPart(t *testing.T) {
 func TestPullDropsStalePart(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
-	wsc := mustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
+	wsc := clientkit.MustClient(t, srv.URL, srv.WorkspaceToken(t, ws))
 	dir := t.TempDir()
 	state := filepath.Join(dir, inbox.StateDirName)
 	if err := os.Mkdir(state, 0o700); err != nil {
@@ -388,7 +389,7 @@ func TestPullDropsStalePart(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inbox.New(wsc, ws, dir).Pull(ctxT(t)); err != nil {
+	if _, err := inbox.New(wsc, ws, dir).Pull(clientkit.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	if st := stateEntries(t, dir); len(st) != 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/client"
 	"github.com/pendinguploads/pendinguploads/client/inbox"
 	"github.com/pendinguploads/pendinguploads/client/watch"
+	"github.com/pendinguploads/pendinguploads/internal/clienttest/clientkit"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
 	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/push/localbroker"
@@ -77,7 +78,7 @@ func newRig(t *testing.T) *rig {
 	t.Cleanup(poll.Close)
 	r.pollURL = poll.URL
 	r.token = r.srv.WorkspaceToken(t, r.ws)
-	r.admin = mustClient(t, r.url, r.srv.AdminToken)
+	r.admin = clientkit.MustClient(t, r.url, r.srv.AdminToken)
 	return r
 }
 
@@ -107,16 +108,6 @@ func (r *rig) Publish(ctx context.Context, topic string, payload []byte) error {
 		return errors.New("broker down")
 	}
 	return b.Publish(ctx, topic, payload)
-}
-
-func mustClient(t *testing.T, base, token string) *client.Client {
-	t.Helper()
-	c, err := client.New(base, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Retry = client.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}
-	return c
 }
 
 // statusLog keeps the watcher's status lines.
@@ -171,7 +162,7 @@ func (r *rig) watchListingAt(t *testing.T, dir string, fallback time.Duration, l
 // status lines and its count of pulls at once.
 func (r *rig) startWatch(t *testing.T, dir string, fallback time.Duration, listURL string) (*statusLog, *atomic.Int64) {
 	t.Helper()
-	c := mustClient(t, r.url, r.token)
+	c := clientkit.MustClient(t, r.url, r.token)
 	ctx, cancel := context.WithCancel(context.Background())
 	sub, err := c.PushSubscription(ctx, r.ws)
 	if err != nil {
@@ -179,7 +170,7 @@ func (r *rig) startWatch(t *testing.T, dir string, fallback time.Duration, listU
 	}
 	p := inbox.New(c, r.ws, dir)
 	if listURL != "" {
-		p.Lister = mustClient(t, listURL, r.token)
+		p.Lister = clientkit.MustClient(t, listURL, r.token)
 	}
 	st := &statusLog{}
 	pulls := new(atomic.Int64)
