@@ -25,8 +25,9 @@ need() {
 }
 
 command -v "$SAM" >/dev/null 2>&1 || need "no $SAM on PATH"
-# `sam --version` prints "SAM CLI, version 1.161.1" (click's version line).
-out=$("$SAM" --version 2>&1) || need "\`$SAM --version\` failed: $out"
+# `sam --version` prints "SAM CLI, version 1.161.1" (click's version line)
+# on stdout; what Python may warn of goes to stderr, which is left alone.
+out=$("$SAM" --version) || need "\`$SAM --version\` failed"
 re='^SAM CLI, version ([0-9]+)\.([0-9]+)\.([0-9]+)([.a-z0-9]*)$'
 [[ $out =~ $re ]] || need "\`$SAM --version\` says \"$out\", not a version"
 have=("${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")

@@ -32,7 +32,8 @@ func TestDeployChecksSAMVersion(t *testing.T) {
 		stubs := t.TempDir()
 		log := filepath.Join(stubs, "calls")
 		if version != "" {
-			sam := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + version + "'; exit " + strconv.Itoa(exit) + "; fi\n" +
+			// A warning on stderr, as Python's may be, is not the version.
+			sam := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'a warning' >&2; echo '" + version + "'; exit " + strconv.Itoa(exit) + "; fi\n" +
 				"echo \"sam $*\" >> " + log + "\n"
 			if err := os.WriteFile(filepath.Join(stubs, "sam"), []byte(sam), 0o755); err != nil {
 				t.Fatal(err)
