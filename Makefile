@@ -9,7 +9,7 @@ CLIENT_MOD := client
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run run-s3 test slowchecks check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest gotest-client gotest-server bench fuzz load clean
+.PHONY: help run run-s3 deploy check-sam test slowchecks check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest gotest-client gotest-server bench fuzz load clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
@@ -17,6 +17,7 @@ help:
 	@echo "make test    every test and check, in both Go modules (server, client/): go mod tidy -diff, goimports, go vet, staticcheck, cfn-lint, go test -race"
 	@echo "make tools   install the Debian packages the tests need (make test does too, naming them first; INSTALL=0 declines)"
 	@echo "make build   every Lambda function as Lambda builds it, into bin/<fn>/bootstrap"
+	@echo "make deploy  sam build and sam deploy, once sam --version is new enough (DEPLOY_FLAGS=--guided the first time)"
 	@echo "make bench   benchmarks with their baselines and a report"
 	@echo "make fuzz    each fuzz target for FUZZTIME (default 30s)"
 	@echo "make load    a bounded load run against a local dev server"
@@ -28,6 +29,18 @@ run:
 # bucket made as template.yaml makes it; Ctrl-C stops it with the rest.
 run-s3:
 	LOCAL_S3=1 $(GO) run ./cmd/devserver
+
+# deploy: scripts/deploy.sh checks that SAM CLI can deploy this template
+# (1.161.1 or later: an older sam package leaves openapi.yaml local, and
+# CloudFormation refuses the stack), then runs sam build and sam deploy
+# with DEPLOY_FLAGS (docs/deploy.md, "Deploy with SAM"). check-sam checks
+# the version alone.
+DEPLOY_FLAGS ?=
+deploy:
+	./scripts/deploy.sh $(DEPLOY_FLAGS)
+
+check-sam:
+	@SAM_CHECK_ONLY=1 ./scripts/deploy.sh
 
 # test: the quick checks first, one after the other (a typo fails in
 # seconds); then go test -race of the server module and, beside it, the

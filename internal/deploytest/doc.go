@@ -18,7 +18,16 @@
 // expander of the AWS::LanguageExtensions loops) for three shapes,
 // with one stage, the routes and their permissions on it, no reserved
 // concurrency at the defaults, and the order of creation a first deploy
-// needs. scripts/ensure-tools.sh, which make
+// needs; the stack's own network's zones are the parameters' when given
+// (zones_test.go). docs/deploy.md is held to what it says: its
+// prerequisites name every command its code blocks run and go.mod's Go
+// (prerequisites_test.go); make deploy (scripts/deploy.sh) refuses a SAM
+// CLI older than the one the template needs, before it builds
+// (deploy_test.go); its route list beside the platform is openapi.yaml's
+// operations (routelist_test.go); its deployer's IAM table is
+// testdata/deployer-permissions.yaml rendered, with a row for every
+// resource type a translated shape creates (deployer_test.go).
+// scripts/ensure-tools.sh, which make
 // test runs first, names the missing Debian packages before it installs
 // them, and with INSTALL=0 installs nothing and stops with the apt-get
 // line to run (ensuretools_test.go). The package has tests only.

@@ -26,8 +26,10 @@ var translatedShapes = map[string]map[string]string{
 	"FromZero": {},
 	// An existing network and database (docs/deploy.md).
 	"BesideThePlatform": besideThePlatform,
-	// The stack's own database behind an RDS Proxy, with push on.
-	"PushAndProxy": {"EnableDatabaseProxy": "true", "PushEndpoint": "a1b2c3d4e5f6g7-ats.iot.us-east-1.amazonaws.com"},
+	// The stack's own database behind an RDS Proxy, with push on, in the
+	// zones given (where IoT Core's data endpoint is).
+	"PushAndProxy": {"EnableDatabaseProxy": "true", "PushEndpoint": "a1b2c3d4e5f6g7-ats.iot.us-east-1.amazonaws.com",
+		"AvailabilityZoneA": givenZones[0], "AvailabilityZoneB": givenZones[1]},
 }
 
 // translation is the SAM transform's output for every shape, made once
