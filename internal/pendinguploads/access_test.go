@@ -180,9 +180,12 @@ func TestFetchLinkedOpensItsFileAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := signer.Sign(ws, a.FileID)
+	link, err := signer.Sign(ctx, ws, a.FileID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, _ := url.ParseQuery(link.Query)
-	v, err := signer.Check(ws, a.FileID, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamSignature))
+	v, err := signer.Check(ctx, ws, a.FileID, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamKey), q.Get(downloadlink.ParamSignature))
 	if err != nil {
 		t.Fatal(err)
 	}
