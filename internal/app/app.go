@@ -132,8 +132,8 @@ func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.
 // secrets are what New resolves before it builds anything.
 type secrets struct {
 	dbURL      string
-	rotated    *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation; nil without
-	adminToken string      // "" for none
+	rotated    *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	adminToken string               // "" for none
 	links      *downloadlink.Signer // the download links' keys; nil for none
 }
 
