@@ -75,6 +75,9 @@ const KeysMaxAge = time.Minute
 // key ids cost the key store nothing more.
 const ReloadEvery = 10 * time.Second
 
+// ReloadTimeout bounds one read of the keys again.
+const ReloadTimeout = 3 * time.Second
+
 // Keys are a Signer's keys: Current signs and checks; Previous, the key
 // Current replaced at Rotated, checks links until Rotated + TTL +
 // KeysMaxAge, the last a link signed with it by an instance that had not
@@ -129,8 +132,8 @@ func New(key string, ttl time.Duration) (*Signer, error) {
 // reads, now (its error is NewReloading's) and again: at the first Sign
 // or Check once they are KeysMaxAge old, and when a link names a key it
 // does not hold (at most once every ReloadEvery). Each key is at least
-// MinKeyBytes. reload is called with the request's context, by one
-// caller at a time.
+// MinKeyBytes. reload is called by one caller at a time, with the
+// request's context values and ReloadTimeout.
 func NewReloading(ctx context.Context, ttl time.Duration, reload func(context.Context) (Keys, error)) (*Signer, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("downloadlink: ttl %s is not positive", ttl)
@@ -187,7 +190,11 @@ func (s *Signer) current(ctx context.Context, unknown bool) (Keys, error) {
 	if !read.Before(now) || now.Sub(tried) < ReloadEvery {
 		return held() // read, or tried, by another call meanwhile
 	}
-	nk, err := s.reload(ctx)
+	// Its own bound, not the request's: a caller gone mid-read must not
+	// leave the keys unread, and every caller for ReloadEvery unanswered.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReloadTimeout)
+	defer cancel()
+	nk, err := s.reload(rctx)
 	if err == nil {
 		err = s.setKeys(nk, now)
 	}
@@ -203,7 +210,7 @@ func (s *Signer) current(ctx context.Context, unknown bool) (Keys, error) {
 	return nk, nil
 }
 
-// Link is a signed link to one file: its query string (expires and
+// Link is a signed link to one file: its query string (expires, key and
 // signature, encoded) and when it expires.
 type Link struct {
 	Query   string
