@@ -81,6 +81,13 @@ type API struct {
 	// answer 500 (the content function, which serves them, never starts
 	// without a key).
 	Links *downloadlink.Signer
+	// AfterAnswer, when set, runs work (the caller's token stamp,
+	// last_used_at, bounded by pendinguploads.CleanupBudget) off the
+	// answer's path: serve hands it over and returns. A Lambda answer
+	// is sent only once the handler returns, buffered whole, so a stamp
+	// run in serve would sit in front of it (lambdafn sets this). nil:
+	// serve runs work before it returns.
+	AfterAnswer func(work func())
 }
 
 // New returns the API over store (in production a
@@ -112,7 +119,7 @@ func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 // serve runs rt's handler with the request's call (callOf), answers the
 // error it returns, and stamps the caller's token when its look-up said
 // a stamp is due (at most once a minute: the one extra round trip, and a
-// rare one).
+// rare one), through AfterAnswer when set.
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := rt.checkQuery(r.URL.RawQuery)
@@ -126,9 +133,16 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 			a.fail(w, r, a.verifyBeforeRefusal(r, err))
 		}
 		if stamp := auth.TakeStamp(r.Context()); stamp != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
-			stamp(ctx)
-			cancel()
+			work := func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
+				defer cancel()
+				stamp(ctx)
+			}
+			if a.AfterAnswer != nil {
+				a.AfterAnswer(work)
+			} else {
+				work()
+			}
 		}
 	}
 }

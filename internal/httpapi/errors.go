@@ -43,8 +43,11 @@ var (
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
-	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
-	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	errStorageDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
+	errSessionDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	// The download links' keys, to be read again from their secret, not
+	// read: no link is signed or checked with keys that may be stale.
+	errLinkKeysDown     = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "download link keys unavailable, retry shortly"}
 	errInternal         = &Error{Status: http.StatusInternalServerError, Code: wire.CodeInternal, Message: "storage error"}
 	errNotFound         = &Error{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "not found"}
 	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Code: wire.CodeMethodNotAllowed, Message: "method not allowed"}
@@ -133,6 +136,7 @@ var answers = []struct {
 	{auth.ErrSessionUnavailable, errSessionDown},
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
+	{downloadlink.ErrKeysUnavailable, errLinkKeysDown},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},

@@ -42,7 +42,10 @@ func (a *API) link(w http.ResponseWriter, r *http.Request, c call) error {
 	if err != nil {
 		return err
 	}
-	l := a.Links.Sign(c.ws, file)
+	l, err := a.Links.Sign(r.Context(), c.ws, file)
+	if err != nil {
+		return err
+	}
 	a.logger().Info("linked", append([]any{"workspace_id", c.ws, "file_id", file, "expires_at", l.Expires}, c.logAttrs()...)...)
 	writeJSON(w, http.StatusOK, wire.Link{URL: path.Base(DownloadRoute.Path) + "?" + l.Query, ExpiresAt: l.Expires})
 	return nil
@@ -64,10 +67,11 @@ func (a *API) download(w http.ResponseWriter, r *http.Request, c call) error {
 	ws, werr := uuid.Parse(r.PathValue("workspaceId"))
 	file, ferr := uuid.Parse(r.PathValue("fileId"))
 	q, err := parseQuery(r.URL.RawQuery) // checkQuery parsed it already
-	if werr != nil || ferr != nil || err != nil || len(q[downloadlink.ParamExpires]) != 1 || len(q[downloadlink.ParamSignature]) != 1 {
+	if werr != nil || ferr != nil || err != nil || len(q[downloadlink.ParamExpires]) != 1 || len(q[downloadlink.ParamSignature]) != 1 ||
+		len(q[downloadlink.ParamKey]) > 1 {
 		return downloadlink.ErrInvalid
 	}
-	link, err := a.Links.Check(ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamSignature))
+	link, err := a.Links.Check(r.Context(), ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamKey), q.Get(downloadlink.ParamSignature))
 	if err != nil {
 		return err
 	}

@@ -186,13 +186,19 @@ func TestLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		old.Now = func() time.Time { return time.Now().Add(-time.Hour) }
-		l := old.Sign(ws, uuid.MustParse(f.FileID))
+		l, err := old.Sign(context.Background(), ws, uuid.MustParse(f.FileID))
+		if err != nil {
+			t.Fatal(err)
+		}
 		u := strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link") + "download?" + l.Query
 		sigs = append(sigs, l.Query)
 		wantError(t, bare(t, u), http.StatusForbidden, msgLinkExpired, nil)
 		// The same signer's link of now opens: the key is the server's.
 		old.Now = time.Now
-		wantStatus(t, bare(t, strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link")+"download?"+old.Sign(ws, uuid.MustParse(f.FileID)).Query), http.StatusOK)
+		if l, err = old.Sign(context.Background(), ws, uuid.MustParse(f.FileID)); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, bare(t, strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link")+"download?"+l.Query), http.StatusOK)
 	})
 
 	t.Run("AnotherWorkspacesCallerGetsNoLink", func(t *testing.T) {

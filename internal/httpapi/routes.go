@@ -37,7 +37,7 @@ var (
 	// credential), the link's query is its capability.
 	LinkRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/link", "content", (*API).link, false, nil}
 	DownloadRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/download", "content", (*API).download, true,
-		[]string{downloadlink.ParamExpires, downloadlink.ParamSignature}}
+		[]string{downloadlink.ParamExpires, downloadlink.ParamKey, downloadlink.ParamSignature}}
 	AckRoute = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
 	// LimitsRoute is public (no token), served by the list function.
 	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil}

@@ -21,7 +21,7 @@ import (
 // access is a caller checked for one workspace: the only value from
 // which a statement that reads or writes a workspace's files (its
 // pending_uploads and presigned_uploads rows, their objects) is built and
-// sent. Only Store.access makes one, after auth's check of the identity
+// sent. Only Store.access makes one for a caller, after auth's check of the identity
 // (auth.Identity.Check), which refuses before any I/O what cannot act on
 // the workspace whatever the database says: none at all, an identity auth
 // did not make, a token-backed one without its token's hash, a workspace
@@ -33,8 +33,12 @@ import (
 // act on the workspace) each statement confirms itself: it names
 // callerMayAct in its SQL, over the arguments send binds (args).
 type access struct {
-	s       *Store
-	ws      uuid.UUID
+	s  *Store
+	ws uuid.UUID
+	// file, when set, is the one file of ws the access reads: a download
+	// link's (Store.linkAccess, the other maker of an access), which
+	// fetch, Open and SignGet check (mayRead). uuid.Nil: every file of ws.
+	file    uuid.UUID
 	trusted bool   // settled outside the database: auth.Identity.Trusted
 	hash    []byte // the token's SHA-256; nil only when trusted
 	// found is, while the caller's bearer is still to be looked up, where
@@ -48,6 +52,12 @@ type access struct {
 	// names it.
 	callerMayAct string
 	schema       tokenSchema // what the look-up of a Bearer reads
+}
+
+// mayRead reports whether a reads file: any file of its workspace, or
+// its one file (a download link's).
+func (a *access) mayRead(file uuid.UUID) bool {
+	return a != nil && (a.file == uuid.Nil || a.file == file)
 }
 
 // errNoAccess is a statement built from an access no check made: a bug,
