@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -206,4 +207,115 @@ func TestUnsatisfiableRangeStampsNothing(t *testing.T) {
 	if fetched, _ := timestamps(t, srv, f.FileID); fetched == nil {
 		t.Fatal("a 206 left fetched_at unset")
 	}
+}
+
+// TestEveryServedAnswerStampsFetchedAt: round 6's requests, on a
+// 500-byte file inline and in the bucket, through the content route and
+// a download link: fetched_at is stamped exactly when the answer sends
+// the file (200, 206) or a redirect (307), read back from Postgres. A
+// Range that If-Range discards (another tag, a date, a weak or
+// upper-case spelling of the file's tag) is a 200 of the whole file and
+// stamps, even when the range alone would have been unsatisfiable; a 416
+// stamps nothing.
+func TestEveryServedAnswerStampsFetchedAt(t *testing.T) {
+	t.Parallel()
+	content := bytes.Repeat([]byte("0123456789"), 50) // 500 bytes
+	tag := `"` + sha256Hex(content) + `"`
+	other := `"` + sha256Hex([]byte("another version")) + `"`
+	const date = "Sun, 06 Dec 2026 05:00:00 GMT"
+	cases := []struct {
+		name     string
+		header   []string
+		redirect bool // content route only
+		status   int
+	}{
+		{"Whole", nil, false, http.StatusOK},
+		{"PastTheEndWithAnotherIfRange", []string{"Range", "bytes=1000-", "If-Range", other}, false, http.StatusOK},
+		{"PastTheEndWithAnIfRangeNotATag", []string{"Range", "bytes=1000-", "If-Range", `"another"`}, false, http.StatusOK},
+		{"SuffixZeroWithAnotherIfRange", []string{"Range", "bytes=-0", "If-Range", other}, false, http.StatusOK},
+		{"PastTheEndWithADateIfRange", []string{"Range", "bytes=1000-", "If-Range", date}, false, http.StatusOK},
+		{"SuffixZeroWithADateIfRange", []string{"Range", "bytes=-0", "If-Range", date}, false, http.StatusOK},
+		{"PastTheEndWithItsWeakTag", []string{"Range", "bytes=1000-", "If-Range", "W/" + tag}, false, http.StatusOK},
+		{"PastTheEndWithItsTagUpperCase", []string{"Range", "bytes=1000-", "If-Range", strings.ToUpper(tag)}, false, http.StatusOK},
+		{"RangeWithItsTag", []string{"Range", "bytes=10-", "If-Range", tag}, false, http.StatusPartialContent},
+		{"RangeWithADate", []string{"Range", "bytes=10-", "If-Range", date}, false, http.StatusOK},
+		{"Range", []string{"Range", "bytes=-10"}, false, http.StatusPartialContent},
+		{"PastTheEndWithItsTag", []string{"Range", "bytes=1000-", "If-Range", tag}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"SuffixZero", []string{"Range", "bytes=-0"}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"PastTheEnd", []string{"Range", "bytes=500-"}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"RedirectPastTheEndWithAnotherIfRange", []string{"Range", "bytes=1000-", "If-Range", other}, true, http.StatusTemporaryRedirect},
+	}
+	for _, place := range []struct {
+		name string
+		opts apptest.Options
+	}{
+		{"Inline", apptest.Options{}},
+		{"InTheBucket", apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100"}}},
+	} {
+		t.Run(place.name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.NewServer(t, place.opts)
+			ws := uuid.New()
+			f := uploadParts(t, srv, ws.String(), srv.AdminToken, part{filename: "five-hundred.bin", ctype: "application/octet-stream", content: content})[0]
+			if place.opts.S3 {
+				if n, err := srv.Objects.Size(context.Background(), "objects/"+ws.String()+"/"+f.FileID); err != nil || n != 500 {
+					t.Fatalf("the file's object: got %d bytes, %v; want it in the bucket", n, err)
+				}
+			}
+			link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+			for _, route := range []string{"content", "download"} {
+				for _, tc := range cases {
+					status := tc.status
+					if tc.redirect && (route == "download" || !place.opts.S3) {
+						if route == "download" {
+							continue // a link takes no redirect
+						}
+						status = http.StatusOK // an inline file is sent
+					}
+					t.Run(route+"/"+tc.name, func(t *testing.T) {
+						sqlExec(t, srv, `UPDATE pending_uploads SET fetched_at = NULL WHERE file_id = $1`, f.FileID)
+						u, token := link.String(), ""
+						if route == "content" {
+							u, token = contentURL(srv, ws.String(), f.FileID), srv.AdminToken
+							if tc.redirect {
+								u += "?redirect=1"
+							}
+						}
+						req := newRequest(t, "GET", u, token, "", nil)
+						for i := 0; i+1 < len(tc.header); i += 2 {
+							req.Header.Set(tc.header[i], tc.header[i+1])
+						}
+						res := noRedirectSend(t, req)
+						if res.status != status {
+							t.Fatalf("status: got %d %.80q, want %d", res.status, res.body, status)
+						}
+						if status == http.StatusOK && !bytes.Equal(res.body, content) {
+							t.Errorf("200: got %d bytes, want the whole file", len(res.body))
+						}
+						fetched, _ := timestamps(t, srv, f.FileID)
+						if served := status != http.StatusRequestedRangeNotSatisfiable; served != (fetched != nil) {
+							t.Errorf("fetched_at after a %d: got %v, want stamped %v", status, fetched, served)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// noRedirectSend is send with noRedirect: a 307 is the answer.
+func noRedirectSend(t *testing.T, req *http.Request) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(req.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := noRedirect.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
+	}
+	return result{status: resp.StatusCode, header: resp.Header, body: b}
 }
