@@ -178,7 +178,16 @@ func setContentHeaders(h http.Header, rec pendinguploads.Record, ctype, disposit
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
 	h.Set("Content-Disposition", disposition)
 	if len(rec.SHA256) > 0 {
-		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
+		// RFC 9530: Repr-Digest is the whole file's, on a 200 and a 206
+		// alike (what a resumed download verifies); Content-Digest is over
+		// the bytes of this message, the whole file on a 200. A 206 has
+		// none: its range's digest is known only once its bytes are read,
+		// after the headers, and clients before Repr-Digest took a 206's
+		// Content-Digest for the whole file's.
+		h.Set("Repr-Digest", sanitize.Digest(rec.SHA256))
+		if status == http.StatusOK {
+			h.Set("Content-Digest", sanitize.Digest(rec.SHA256))
+		}
 		// A strong validator: a browser's download manager resumes a cut
 		// download (Range with If-Range) only when the answer had one.
 		h.Set("ETag", etag(rec))

@@ -31,6 +31,7 @@ func wantContent(t *testing.T, res result, content []byte, ctype, disposition st
 		"Content-Length":         fmt.Sprint(len(content)),
 		"Content-Disposition":    disposition,
 		"Content-Digest":         "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":",
+		"Repr-Digest":            "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":",
 		"X-Content-Type-Options": "nosniff",
 		"Cache-Control":          "private, no-store",
 		"Accept-Ranges":          "bytes",
@@ -318,4 +319,69 @@ func noRedirectSend(t *testing.T, req *http.Request) result {
 		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
 	}
 	return result{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// TestDigestsOfRangeAndWhole: RFC 9530 on every answer with bytes, of
+// both routes, inline and from the bucket: Repr-Digest is the whole
+// file's on a 200 and a 206; Content-Digest is over the bytes in the
+// message: the whole file on a 200, and a 206 has none (a generic
+// verifier rejected every 206, whose Content-Digest was the whole
+// file's). ETag stays the whole file's.
+func TestDigestsOfRangeAndWhole(t *testing.T) {
+	t.Parallel()
+	content := bytes.Repeat([]byte("abcdefghij"), 50)
+	digest := func(b []byte) string {
+		sum := sha256.Sum256(b)
+		return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+	}
+	for _, place := range []struct {
+		name string
+		opts apptest.Options
+	}{
+		{"Inline", apptest.Options{}},
+		{"InTheBucket", apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100"}}},
+	} {
+		t.Run(place.name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.NewServer(t, place.opts)
+			ws := uuid.New()
+			f := uploadParts(t, srv, ws.String(), srv.AdminToken, part{filename: "d.bin", ctype: "application/octet-stream", content: content})[0]
+			link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+			for _, route := range []string{"content", "download"} {
+				for _, rng := range []string{"", "bytes=100-", "bytes=-7", "bytes=0-0", "bytes=0-"} {
+					t.Run(route+"/"+rng, func(t *testing.T) {
+						u, token := link.String(), ""
+						if route == "content" {
+							u, token = contentURL(srv, ws.String(), f.FileID), srv.AdminToken
+						}
+						req := newRequest(t, "GET", u, token, "", nil)
+						if rng != "" {
+							req.Header.Set("Range", rng)
+						}
+						res := send(t, req)
+						want := http.StatusOK
+						if rng != "" {
+							want = http.StatusPartialContent
+						}
+						if res.status != want {
+							t.Fatalf("status: got %d, want %d", res.status, want)
+						}
+						if got := res.header.Values("Repr-Digest"); len(got) != 1 || got[0] != digest(content) {
+							t.Errorf("Repr-Digest: got %q, want the whole file's %q", got, digest(content))
+						}
+						cd := res.header.Values("Content-Digest")
+						switch {
+						case want == http.StatusOK && (len(cd) != 1 || cd[0] != digest(res.body) || !bytes.Equal(res.body, content)):
+							t.Errorf("200 Content-Digest: got %q, want the whole file's %q", cd, digest(content))
+						case want == http.StatusPartialContent && len(cd) != 0 && (len(cd) != 1 || cd[0] != digest(res.body)):
+							t.Errorf("206 Content-Digest: got %q, want none or the range's %q", cd, digest(res.body))
+						}
+						if tag := res.header.Get("ETag"); tag != `"`+sha256Hex(content)+`"` {
+							t.Errorf("ETag: got %q, want the whole file's", tag)
+						}
+					})
+				}
+			}
+		})
+	}
 }
