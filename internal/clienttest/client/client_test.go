@@ -390,8 +390,8 @@ func TestDownloadIntegrity(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, proxy := range map[string]string{
-		"FlippedByte":   apptest.TamperProxy(t, srv.URL, true, nil),
-		"AlteredHeader": apptest.TamperProxy(t, srv.URL, false, map[string]string{"Repr-Digest": "sha-256=:" + strings.Repeat("A", 43) + "=:"}),
+		"FlippedByte":               apptest.TamperProxy(t, srv.URL, true, nil),
+		"AlteredHeader":             apptest.TamperProxy(t, srv.URL, false, map[string]string{"Repr-Digest": "sha-256=:" + strings.Repeat("A", 43) + "=:"}),
 		"OlderServersAlteredHeader": apptest.TamperProxy(t, srv.URL, false, map[string]string{"Repr-Digest": "", "Content-Digest": "sha-256=:" + strings.Repeat("A", 43) + "=:"}),
 	} {
 		t.Run(name, func(t *testing.T) {
