@@ -206,7 +206,7 @@ export interface DownloadedFile {
   name: string;
   mimeType: string;
   size: number;
-  /** Hex SHA-256 of the bytes (checked against Content-Digest when present). */
+  /** Hex SHA-256 of the bytes (checked against Repr-Digest, or an older server's Content-Digest, when present). */
   sha256: string | null;
 }
 

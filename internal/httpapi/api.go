@@ -147,7 +147,8 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 	}
 }
 
-// front routes a request to mux only when its method and path are those
+// front sets the Header of the routes whose path a request has (whatever
+// its method), then routes it to mux only when its method and path are those
 // of one of routes, with RequestTimeout on its context and, unless the
 // route is public or the request a CORS preflight, the caller's identity
 // (auth.Authenticator.Identify; a refusal is answered here). ServeMux
@@ -162,6 +163,7 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), a.requestTimeout())
 		defer cancel()
 		r = r.WithContext(context.WithValue(ctx, withoutDeadlineKey{}, r.Context()))
+		setRouteHeaders(w.Header(), routes, r.URL.EscapedPath())
 		var allow []string
 		if p := r.URL.Path; p != "" && path.Clean(p) == p {
 			for _, rt := range routes {
@@ -195,6 +197,19 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		}
 		a.notFound(w, r)
 	})
+}
+
+// setRouteHeaders sets on h the Header of each of routes whose path p
+// has, whatever the method: before anything answers the request.
+func setRouteHeaders(h http.Header, routes []Route, p string) {
+	for _, rt := range routes {
+		if len(rt.Header) == 0 || !matchPath(rt.Path, p) {
+			continue
+		}
+		for k, v := range rt.Header {
+			h[k] = slices.Clone(v)
+		}
+	}
 }
 
 // checkQuery refuses a query string that does not parse (errBadQuery) or

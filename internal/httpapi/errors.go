@@ -163,6 +163,9 @@ func (a *API) answerFor(err error) *Error {
 	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); ok {
 		return errNotReceived(nr.UploadID.String())
 	}
+	if ce, ok := errors.AsType[*pendinguploads.CommittedError](err); ok {
+		return errUploadCommitted(ce.UploadID.String())
+	}
 	if q, ok := errors.AsType[*pendinguploads.QuotaError](err); ok {
 		return errQuota(q)
 	}

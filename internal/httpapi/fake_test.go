@@ -306,7 +306,8 @@ func (s *fakeStore) Fetch(ctx context.Context, id *auth.Identity, ws, fileID uui
 	if err != nil {
 		return pendinguploads.Fetched{}, err
 	}
-	if f.rec.SizeBytes > want.From || (want.Redirect && f.inBucket) {
+	otherVersion := want.IfDigest != nil && !bytes.Equal(f.rec.SHA256, want.IfDigest)
+	if otherVersion || f.rec.SizeBytes > want.From || (want.Redirect && f.inBucket) {
 		now := time.Now().UTC()
 		f.rec.FetchedAt = &now
 	}

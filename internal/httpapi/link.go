@@ -57,10 +57,10 @@ func (a *API) link(w http.ResponseWriter, r *http.Request, c call) error {
 // the request starts; a download under way outlives the link's expiry.
 // The file is then answered as the content route answers it (sendFile:
 // headers, Range, the stamp of fetched_at, the fetched log line and
-// metric), acked or not until the sweep, never redirected. Every answer,
-// errors too, carries Referrer-Policy: no-referrer.
+// metric), acked or not until the sweep, never redirected. Every answer
+// of the route, errors too, carries Referrer-Policy: no-referrer: the
+// route's Header, which front sets before anything answers.
 func (a *API) download(w http.ResponseWriter, r *http.Request, c call) error {
-	w.Header().Set("Referrer-Policy", "no-referrer")
 	if a.Links == nil {
 		return errNoLinkKey
 	}

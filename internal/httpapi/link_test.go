@@ -288,3 +288,63 @@ func TestLinkWithASession(t *testing.T) {
 	wantError(t, send(t, cookieReq(t, "POST", linkURL(srv, ws.String(), f.FileID), session, "https://evil.example.com", "", nil)),
 		http.StatusForbidden, "cross-origin request refused", nil)
 }
+
+// TestDownloadReferrerPolicyOnEveryAnswer: every answer of the download
+// route carries Referrer-Policy: no-referrer, whatever answers it: the
+// handler (200, 206, 416, 404, 403), the query check before it (round 6:
+// the 400s of "&x=1" and of a ";"-separated query lacked it), front (the
+// 405 for HEAD and POST, round 6 too) and the preflight.
+func TestDownloadReferrerPolicyOnEveryAnswer(t *testing.T) {
+	t.Parallel()
+	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"CORS_ALLOWED_ORIGINS": canvasOrigin}})
+	ws := uuid.New()
+	f := stage(t, srv, ws, "five.txt", "text/plain", "01234")
+	link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+	swept := stage(t, srv, ws, "swept.txt", "text/plain", "gone")
+	sweptLink, _ := mintLink(t, srv, ws.String(), swept.FileID, srv.AdminToken)
+	sqlExec(t, srv, `DELETE FROM pending_uploads WHERE file_id = $1`, swept.FileID)
+	old, err := downloadlink.New(apptest.LinkKey, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	expired := strings.Split(link.String(), "?")[0] + "?" + old.Sign(ws, uuid.MustParse(f.FileID)).Query
+	raw := link.RawQuery
+	base := strings.Split(link.String(), "?")[0]
+
+	for _, tc := range []struct {
+		name, method, u string
+		header          []string
+		status          int
+	}{
+		{"OK", "GET", link.String(), nil, http.StatusOK},
+		{"Range", "GET", link.String(), []string{"Range", "bytes=2-"}, http.StatusPartialContent},
+		{"RangeNotSatisfiable", "GET", link.String(), []string{"Range", "bytes=5-"}, http.StatusRequestedRangeNotSatisfiable},
+		{"Swept", "GET", sweptLink.String(), nil, http.StatusNotFound},
+		{"Invalid", "GET", base + "?" + strings.Replace(raw, "signature=", "signature=x", 1), nil, http.StatusForbidden},
+		{"NoQuery", "GET", base, nil, http.StatusForbidden},
+		{"Expired", "GET", expired, nil, http.StatusForbidden},
+		{"UnknownParam", "GET", link.String() + "&x=1", nil, http.StatusBadRequest},
+		{"EmptyPair", "GET", base + "?&" + raw, nil, http.StatusBadRequest},
+		{"SemicolonSeparated", "GET", base + "?" + strings.ReplaceAll(raw, "&", ";"), nil, http.StatusBadRequest},
+		{"BadEscape", "GET", link.String() + "&%zz=1", nil, http.StatusBadRequest},
+		{"HEAD", "HEAD", link.String(), nil, http.StatusMethodNotAllowed},
+		{"POST", "POST", link.String(), nil, http.StatusMethodNotAllowed},
+		{"DELETE", "DELETE", link.String(), nil, http.StatusMethodNotAllowed},
+		{"Preflight", "OPTIONS", link.String(), []string{"Origin", canvasOrigin, "Access-Control-Request-Method", "GET"}, http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := newRequest(t, tc.method, tc.u, "", "", nil)
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				req.Header.Set(tc.header[i], tc.header[i+1])
+			}
+			res := send(t, req)
+			if res.status != tc.status {
+				t.Fatalf("status: got %d %s, want %d", res.status, res.body, tc.status)
+			}
+			if got := res.header.Values("Referrer-Policy"); len(got) != 1 || got[0] != "no-referrer" {
+				t.Errorf("Referrer-Policy: got %q, want no-referrer", got)
+			}
+		})
+	}
+}

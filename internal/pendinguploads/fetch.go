@@ -2,6 +2,7 @@ package pendinguploads
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,15 +24,19 @@ const ChunkBytes = 1 << 20
 // Want is what an answer will send of a file: the bytes from From on
 // (0: the whole file; a range no file can satisfy: math.MaxInt64), or,
 // with Redirect, a redirect to the bucket when the file is there.
+// IfDigest, when set, makes From conditional (a Range with If-Range): a
+// file whose SHA-256 is another, or none, is sent whole.
 type Want struct {
 	From     int64
+	IfDigest []byte
 	Redirect bool
 }
 
 // sends reports whether an answer wanting w sends anything of r: bytes,
-// or a redirect.
+// or a redirect. It is the stamp's condition in Fetch's statement.
 func (w Want) sends(r Record) bool {
-	return r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
+	whole := w.IfDigest != nil && !bytes.Equal(r.SHA256, w.IfDigest)
+	return whole || r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
 }
 
 // Fetched is a file Fetch (or FetchLinked) found for a caller it
@@ -106,7 +111,8 @@ func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Wan
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = @file_id AND workspace_id = @workspace AND (acked_at IS NOT NULL OR expires_at > now())
-		      AND (size_bytes > @from::bigint OR (@redirect::boolean AND s3_key IS NOT NULL))
+		      AND (size_bytes > @from::bigint OR sha256 IS DISTINCT FROM coalesce(@if_digest::bytea, sha256)
+		           OR (@redirect::boolean AND s3_key IS NOT NULL))
 		      AND `+a.callerMayAct+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= @chunk::bigint THEN content END AS content
@@ -116,7 +122,7 @@ func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Wan
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
 		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+a.callerMayAct,
-		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
+		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "if_digest": want.IfDigest, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
