@@ -308,7 +308,11 @@ func TestDownloadReferrerPolicyOnEveryAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Now = func() time.Time { return time.Now().Add(-time.Hour) }
-	expired := strings.Split(link.String(), "?")[0] + "?" + old.Sign(ws, uuid.MustParse(f.FileID)).Query
+	oldLink, err := old.Sign(context.Background(), ws, uuid.MustParse(f.FileID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := strings.Split(link.String(), "?")[0] + "?" + oldLink.Query
 	raw := link.RawQuery
 	base := strings.Split(link.String(), "?")[0]
 
