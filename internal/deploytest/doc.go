@@ -18,7 +18,10 @@
 // expander of the AWS::LanguageExtensions loops) for three shapes,
 // with one stage, the routes and their permissions on it, no reserved
 // concurrency at the defaults, and the order of creation a first deploy
-// needs. scripts/ensure-tools.sh, which make
+// needs; and what each of them costs a month idle (idle_test.go), priced
+// from the table in idleprices_test.go, every resource type priced or
+// listed as free at rest, docs/capacity.md's idle tables checked against
+// it. scripts/ensure-tools.sh, which make
 // test runs first, names the missing Debian packages before it installs
 // them, and with INSTALL=0 installs nothing and stops with the apt-get
 // line to run (ensuretools_test.go). The package has tests only.
