@@ -25,7 +25,10 @@ type idleLine struct {
 }
 
 // idleGoals are the most a default shape may cost a month idle (issue 42).
-var idleGoals = map[string]float64{}
+// From zero's goal, $10.00, is not met yet (its database and interface
+// endpoints: docs/capacity.md); it joins this map in the commit that
+// meets it.
+var idleGoals = map[string]float64{"BesideThePlatform": 3.00}
 
 // idleCost prices every resource the shape creates from the price table
 // (idleprices_test.go), failing for a type that is neither priced nor
@@ -182,26 +185,22 @@ func scheduledRuns(t *testing.T, s *shape) []idleLine {
 	return lines
 }
 
-// sweepMetrics returns the metrics a successful sweep emits (name, and
-// its dimension's value): every m.Count(metrics.X, …) and m.Add(metrics.X,
-// …) of internal/sweep but the failed run's.
+// sweepMetrics returns the custom metrics a successful sweep emits
+// (name, and its dimension's value): every m.Count(metrics.X, …) and
+// m.Add(metrics.X, …) of internal/sweep but the failed run's, less
+// those the function's METRICS leaves out.
 func sweepMetrics(t *testing.T, s *shape, f *yaml.Node) []string {
 	t.Helper()
-	dir := filepath.Join(root(t), "internal", "sweep")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	consts := goConsts(t, filepath.Join(root(t), "internal", "metrics"))
+	only := map[string]bool{}
+	if v := scalar(get(f, "Properties", "Environment", "Variables", "METRICS")); v != "" && v != "all" {
+		for _, name := range strings.Split(v, ",") {
+			only[strings.TrimSpace(name)] = true
+		}
 	}
+	dir := filepath.Join(root(t), "internal", "sweep")
 	seen := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, file := range goFiles(t, dir) {
 		ast.Inspect(file, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -222,15 +221,19 @@ func sweepMetrics(t *testing.T, s *shape, f *yaml.Node) []string {
 			if sel.Sel.Name == "Add" {
 				dims = call.Args[2]
 			}
-			key := name.Sel.Name
+			metric := consts[name.Sel.Name]
+			if metric == "" {
+				t.Fatalf("metrics.%s: not a string constant of internal/metrics", name.Sel.Name)
+			}
+			key := metric
 			if lit, ok := dims.(*ast.CompositeLit); ok {
 				for _, el := range lit.Elts {
 					if v, ok := el.(*ast.KeyValueExpr).Value.(*ast.SelectorExpr); ok {
-						key += "{" + v.Sel.Name + "}"
+						key += "{" + consts[v.Sel.Name] + "}"
 					}
 				}
 			}
-			if !strings.Contains(key, "{OutcomeError}") {
+			if (len(only) == 0 || only[metric]) && !strings.HasSuffix(key, "{"+consts["OutcomeError"]+"}") {
 				seen[key] = true
 			}
 			return true
@@ -243,6 +246,53 @@ func sweepMetrics(t *testing.T, s *shape, f *yaml.Node) []string {
 			}
 		}
 	})
+}
+
+// goFiles parses the Go files of dir, tests left out.
+func goFiles(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
+	}
+	return files
+}
+
+// goConsts returns the string constants declared in dir, by name.
+func goConsts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range goFiles(t, dir) {
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							out[name.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // isTrue reports whether n is the boolean (or string) true.
