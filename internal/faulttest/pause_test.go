@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // pauseFor is how long the database refuses connections: shorter than
@@ -102,4 +104,48 @@ func send(t *testing.T, method, url, token, ctype string, body []byte) (int, str
 		t.Fatal(err)
 	}
 	return res.StatusCode, res.Header.Get("Retry-After"), b
+}
+
+// TestIdleSessionClosedByTheServer: the service's sessions carry
+// idle_session_timeout (app.DefaultIdleSessionTimeout; here 1 s, from the
+// URL), so the server itself closes one left idle, as a frozen Lambda
+// sandbox leaves its pool's: no session keeps a database that pauses when
+// idle awake. The service's next request is served on a new connection,
+// 200, not a 503 of the dead one.
+func TestIdleSessionClosedByTheServer(t *testing.T) {
+	t.Parallel()
+	url := pgtest.MustURL(t)
+	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"DATABASE_URL": url + "&idle_session_timeout=1000"}})
+	own, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(own.Close)
+	ws := uuid.New()
+	upload := func(name string) {
+		t.Helper()
+		body, ctype := faultkit.Multipart(faultkit.File{Name: name, Type: "text/plain", Content: []byte(name)})
+		if status, _, answer := send(t, "POST", srv.URL+"/workspaces/"+ws.String()+"/chat/uploads", srv.AdminToken, ctype, body); status != http.StatusOK {
+			t.Fatalf("upload %s: got %d %s, want 200", name, status, answer)
+		}
+	}
+	upload("before.txt")
+	const sessions = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pendinguploads'`
+	if n := count(t, own, sessions); n == 0 {
+		t.Fatal("no session of the service after its upload")
+	}
+	n := -1
+	for range 100 { // the server ends them a second after their last statement
+		if n = count(t, own, sessions); n == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n != 0 {
+		t.Fatalf("%d sessions of the service still open, idle past idle_session_timeout", n)
+	}
+	upload("after.txt")
+	if n := count(t, own, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws); n != 2 {
+		t.Errorf("%d files stored, want 2", n)
+	}
 }
