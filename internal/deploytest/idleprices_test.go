@@ -88,8 +88,6 @@ var freeAtRest = map[string]string{
 	"AWS::EC2::Subnet":                         "the VPC's parts are free",
 	"AWS::EC2::SubnetRouteTableAssociation":    "the VPC's parts are free",
 	"AWS::EC2::VPC":                            "the VPC's parts are free",
-	"AWS::EC2::EgressOnlyInternetGateway":      "no hourly charge, data transfer per GB (" + pagePrivateLink + ")",
-	"AWS::EC2::VPCCidrBlock":                   "the VPC's parts are free",
 	"AWS::Events::Rule":                        "a schedule is free; what it runs is priced as the sweep's runs",
 	"AWS::IAM::ManagedPolicy":                  "IAM is free",
 	"AWS::IAM::Role":                           "IAM is free",
