@@ -404,8 +404,15 @@ func TestSweepEssentialMetrics(t *testing.T) {
 	url := pgtest.MustURL(t)
 	rt := start(t, "sweep", "DATABASE_URL="+url, "METRICS="+metrics.BacklogOldestAge)
 	invoke(t, rt, readEvent(t, "sweep"))
+	// The process's stdout reaches Logs a little after its answer; its
+	// EMF lines come before its "swept" line, on the same stdout.
+	logs := rt.Logs()
+	for i := 0; i < 200 && !strings.Contains(logs, `"msg":"swept"`); i++ {
+		time.Sleep(25 * time.Millisecond)
+		logs = rt.Logs()
+	}
 	names := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(rt.Logs()))
+	sc := bufio.NewScanner(strings.NewReader(logs))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var line struct {
@@ -425,8 +432,8 @@ func TestSweepEssentialMetrics(t *testing.T) {
 	if len(names) != 1 || names[metrics.BacklogOldestAge] != 1 {
 		t.Errorf("EMF metrics of one sweep: got %v, want %s once", names, metrics.BacklogOldestAge)
 	}
-	if !strings.Contains(rt.Logs(), `"backlog_files"`) {
-		t.Errorf("the sweep's log line lost its backlog fields:\n%s", rt.Logs())
+	if !strings.Contains(logs, `"backlog_files"`) {
+		t.Errorf("the sweep's log line lost its backlog fields:\n%s", logs)
 	}
 }
 
