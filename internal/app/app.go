@@ -81,6 +81,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a := &App{Config: cfg, Logger: log}
 	if opts.MetricsOut != nil {
 		a.Metrics = metrics.New(opts.MetricsOut, metrics.Namespace)
+		if cfg.Metrics != nil {
+			a.Metrics.Only = map[string]bool{}
+			for _, name := range cfg.Metrics {
+				a.Metrics.Only[name] = true
+			}
+		}
 	}
 	awsConfig := awsLoader(ctx, opts, log)
 	sec, err := resolveSecrets(ctx, cfg, opts.Secrets, awsConfig)

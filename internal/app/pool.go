@@ -25,6 +25,16 @@ const (
 	// DefaultIdleInTransactionTimeout ends a session whose transaction
 	// waits on its client this long.
 	DefaultIdleInTransactionTimeout = 30 * time.Second
+	// DefaultIdleSessionTimeout ends, on the server, a session that sat
+	// idle this long: a frozen Lambda sandbox's pooled connection (which
+	// its own MaxConnIdleTime cannot close while frozen) neither holds a
+	// connection slot for long nor keeps a database that pauses when
+	// idle awake (Aurora Serverless v2 pauses after 5 minutes at least
+	// without a connection). Longer than DefaultMaxConnIdleTime, so that
+	// a running process closes its own first; a connection the server
+	// closed is found dead by pgxpool's ping of a connection idle over a
+	// second, and replaced, before a request uses it.
+	DefaultIdleSessionTimeout = 2 * time.Minute
 )
 
 // newPool returns a pool on databaseURL in query mode mode, with a
@@ -73,6 +83,11 @@ func newPool(databaseURL string, mode config.QueryMode, maxConns int32, beforeCo
 	}
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
 		rp["idle_in_transaction_session_timeout"] = fmt.Sprint(DefaultIdleInTransactionTimeout.Milliseconds())
+	}
+	if _, ok := rp["idle_session_timeout"]; !ok && !pooled(cfg.ConnConfig.DefaultQueryExecMode) {
+		// A session setting (PostgreSQL 14 and newer); behind a transaction
+		// pooler, the pooler's server connections are its own.
+		rp["idle_session_timeout"] = fmt.Sprint(DefaultIdleSessionTimeout.Milliseconds())
 	}
 	if _, ok := rp["application_name"]; !ok {
 		// A startup parameter PgBouncer and RDS Proxy pass on.

@@ -46,7 +46,7 @@ func TestPoolerTimeoutsPerTransaction(t *testing.T) {
 			if got := pool.Config().ConnConfig.DefaultQueryExecMode; got != wantMode {
 				t.Fatalf("query mode: got %v, want %v", got, wantMode)
 			}
-			for _, p := range sessionTimeouts {
+			for _, p := range []string{sessionTimeouts[0], sessionTimeouts[1], "idle_session_timeout"} {
 				if v, ok := pool.Config().ConnConfig.RuntimeParams[p]; ok {
 					t.Errorf("startup parameter %s=%s sent in exec mode", p, v)
 				}
@@ -125,7 +125,8 @@ func TestPoolerCacheStatementModeSendsTimeouts(t *testing.T) {
 	t.Cleanup(pool.Close)
 	cc := pool.Config().ConnConfig
 	if perTx != nil || cc.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement ||
-		cc.RuntimeParams["statement_timeout"] != "10000" || cc.RuntimeParams["idle_in_transaction_session_timeout"] != "30000" {
+		cc.RuntimeParams["statement_timeout"] != "10000" || cc.RuntimeParams["idle_in_transaction_session_timeout"] != "30000" ||
+		cc.RuntimeParams["idle_session_timeout"] != "120000" {
 		t.Fatalf("cache_statement: per transaction %v, mode %v, startup parameters %v", perTx, cc.DefaultQueryExecMode, cc.RuntimeParams)
 	}
 	var got string

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/limits"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // Config is every setting of the service: the environment variables of
@@ -79,6 +81,12 @@ type Config struct {
 	// subscribe at; PushAuthorizer (PUSH_AUTHORIZER) the custom
 	// authorizer's name clients present. Unset: no push (see internal/push).
 	PushEndpoint, PushAuthorizer string
+
+	// Metrics (METRICS) are the names of the custom metrics the service
+	// emits (metrics.Names), comma-separated; unset or "all": every one
+	// (nil). The template's Monitoring=essential sets the one its alarm
+	// reads, so an idle stack bills one custom metric, not seven.
+	Metrics []string
 
 	// CPUpstreamURL (CP_UPSTREAM_URL) and OrgSlug (MOLECULE_ORG_SLUG),
 	// both set or neither, turn session cookies on: a request without a
@@ -220,6 +228,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.readDatabase(getenv, &errs)
 	c.readDurations(getenv, &errs)
 	c.readOrigins(getenv, &errs)
+	errs.add(c.readMetrics(getenv))
 	errs.add(c.checkSessions())
 	c.checkNeeds(need, &errs)
 	if err := errors.Join(errs...); err != nil {
@@ -254,6 +263,22 @@ func (c *Config) readSizes(getenv func(string) string, errs *errorList) {
 	errs.add(err)
 	c.PartBytes, err = bytesVar(getenv, "MULTIPART_PART_BYTES", limits.DefaultPartBytes, limits.MinPartBytes, MaxFileBytesCap)
 	errs.add(err)
+}
+
+// readMetrics reads METRICS: "all" (or unset) or metric names.
+func (c *Config) readMetrics(getenv func(string) string) error {
+	v := strings.TrimSpace(getenv("METRICS"))
+	if v == "" || v == "all" {
+		return nil
+	}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(metrics.Names, name) {
+			return fmt.Errorf("METRICS: %q is not a metric of the service (want all, or names of internal/metrics)", name)
+		}
+		c.Metrics = append(c.Metrics, name)
+	}
+	return nil
 }
 
 // readDatabase reads DB_PORT, DATABASE_QUERY_MODE and S3_FORCE_PATH_STYLE.

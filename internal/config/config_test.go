@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"ADMIN_TOKEN_SECRET_ARN": {"DATABASE_URL": "postgres://x"},
 		"DATABASE_QUERY_MODE":    {"DATABASE_QUERY_MODE": "simple_protocol"},
 		"REQUEST_TIMEOUT":        {"REQUEST_TIMEOUT": "10"},
+		"METRICS":                {"METRICS": "pending_uploads_backlog_oldest_age_seconds,cpu"},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -201,6 +203,21 @@ func TestDBEndpoint(t *testing.T) {
 	for _, bad := range []string{"0", "65536", "port", "-1"} {
 		if _, err := config.Load(env(map[string]string{"DB_PORT": bad}), 0); err == nil || !strings.Contains(err.Error(), "DB_PORT") {
 			t.Errorf("DB_PORT=%q: got %v, want an error naming DB_PORT", bad, err)
+		}
+	}
+}
+
+// TestMetrics: METRICS unset or "all" emits every metric (nil); a list
+// keeps those names, in order.
+func TestMetrics(t *testing.T) {
+	for v, want := range map[string][]string{
+		"":    nil,
+		"all": nil,
+		"pending_uploads_backlog_oldest_age_seconds, pending_uploads_staged": {"pending_uploads_backlog_oldest_age_seconds", "pending_uploads_staged"},
+	} {
+		c, err := config.Load(env(map[string]string{"METRICS": v}), 0)
+		if err != nil || !slices.Equal(c.Metrics, want) {
+			t.Errorf("METRICS=%q: got %v, %v, want %v", v, c.Metrics, err, want)
 		}
 	}
 }

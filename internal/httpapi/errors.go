@@ -214,8 +214,16 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.logger().Info("refused", args...)
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
 	writeEncoded(w, e.Status, errorBody(e))
 }
+
+// retryAfterUnavailable is every 503's Retry-After, in seconds: a
+// dependency down or too slow (a database restarting, failing over or
+// resuming from a pause) is worth a retry soon, not at once.
+const retryAfterUnavailable = "5"
 
 // errorBody encodes e: "error" and "code" first, as API.md writes them,
 // then its fields (in key order).

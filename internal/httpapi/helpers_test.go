@@ -251,12 +251,15 @@ func wantStatus(t *testing.T, res result, status int) {
 
 // wantError checks that res is exactly the JSON error {"error": msg,
 // "code": codeOf[msg]} plus extra fields, with status and Content-Type:
-// application/json.
+// application/json, and a 503 with Retry-After: 5.
 func wantError(t *testing.T, res result, status int, msg string, extra map[string]any) {
 	t.Helper()
 	wantStatus(t, res, status)
 	if got := res.header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type: got %q, want %q", got, "application/json")
+	}
+	if got := res.header.Get("Retry-After"); status == http.StatusServiceUnavailable && got != "5" {
+		t.Errorf("Retry-After of a 503: got %q, want 5", got)
 	}
 	body := jsonObject(t, res.body)
 	code, ok := codeOf[msg]

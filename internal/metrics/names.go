@@ -34,6 +34,12 @@ const (
 	BacklogOldestAge = "pending_uploads_backlog_oldest_age_seconds"
 )
 
+// Names are every metric name above: the values METRICS may list.
+var Names = []string{
+	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
+	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
+}
+
 // Outcome is the dimension of Swept that says why rows went.
 const Outcome = "outcome"
 

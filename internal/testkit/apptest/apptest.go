@@ -29,6 +29,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/delayproxy"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgbouncertest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgpause"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -61,6 +62,10 @@ type Options struct {
 	// direction by this much (delayproxy): the round trip of a network,
 	// for the service's pool and the test's own (Pool) alike.
 	DBDelay time.Duration
+	// DBPause puts the service's Postgres (not the test's own pool)
+	// behind a proxy that refuses new connections while paused
+	// (Server.DBPause.PauseFor): a database restarting or resuming.
+	DBPause bool
 	// CountRoundTrips counts the round trips of the service's pool
 	// (Server.RoundTrips).
 	CountRoundTrips bool
@@ -96,6 +101,9 @@ type Server struct {
 	// RoundTrips counts the service pool's round trips; nil without
 	// Options.CountRoundTrips.
 	RoundTrips *pgtrace.RoundTrips
+	// DBPause is the proxy the service's pool goes through; nil without
+	// Options.DBPause.
+	DBPause *pgpause.Proxy
 	// Bouncer is the PgBouncer the service's pool goes through; nil
 	// without Options.PgBouncer.
 	Bouncer *pgbouncertest.Bouncer
@@ -120,6 +128,15 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.DatabaseURL = u.String()
 	}
 	serviceURL := s.DatabaseURL
+	if opts.DBPause {
+		u, err := url.Parse(s.DatabaseURL)
+		if err != nil {
+			tb.Fatalf("apptest: %v", err)
+		}
+		s.DBPause = pgpause.Start(tb, u.Host)
+		u.Host = s.DBPause.Addr
+		serviceURL = u.String()
+	}
 	if opts.PgBouncer != nil {
 		s.Bouncer = pgbouncertest.MustStart(tb, s.DatabaseURL, *opts.PgBouncer)
 		serviceURL = s.Bouncer.URL
