@@ -164,7 +164,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 		var v rdsSecret
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
-		sec.rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
+		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
 	}
 	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)

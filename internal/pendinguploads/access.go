@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 )
@@ -247,8 +248,11 @@ type tokens struct {
 	logger func() *slog.Logger
 	now    func() time.Time // the Store's clock: the schema's age
 
-	mu     sync.Mutex                  // held while the schema is read
-	schema atomic.Pointer[tokenSchema] // nil until read
+	// reading is held while the schema is read: a semaphore of one, so
+	// that a request waiting for another's read gives up at its own
+	// context's end (a sync.Mutex would hold it past its deadline).
+	reading *semaphore.Weighted
+	schema  atomic.Pointer[tokenSchema] // nil until read
 }
 
 // TokenTablesMaxAge bounds how long a process goes on with the token
@@ -278,18 +282,22 @@ const orgColumns = `{org_api_tokens.token_hash,org_api_tokens.prefix,org_api_tok
 
 // readSchema returns the schema, reading it on first use and when it is
 // older than TokenTablesMaxAge. Its error means the database cannot be
-// asked: the call fails closed.
+// asked: the call fails closed. A first read waits for another request's
+// read at most until ctx ends, and returns ctx's error then (wrapped in
+// ErrUnavailable at its deadline: a 503).
 func (t *tokens) readSchema(ctx context.Context) (tokenSchema, error) {
 	old := t.schema.Load()
 	if old != nil && t.now().Sub(old.readAt) < TokenTablesMaxAge {
 		return *old, nil // nearly every request: no lock
 	}
 	if old == nil {
-		t.mu.Lock()
-	} else if !t.mu.TryLock() {
+		if err := t.reading.Acquire(ctx, 1); err != nil {
+			return tokenSchema{}, wrap("token check: token tables", err)
+		}
+	} else if !t.reading.TryAcquire(1) {
 		return *old, nil // another request is reading it
 	}
-	defer t.mu.Unlock()
+	defer t.reading.Release(1)
 	if s := t.schema.Load(); s != nil && t.now().Sub(s.readAt) < TokenTablesMaxAge {
 		return *s, nil
 	}

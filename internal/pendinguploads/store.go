@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/semaphore"
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
@@ -83,7 +84,7 @@ func (s *Store) logger() *slog.Logger {
 // database (access.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
-	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}
+	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }, reading: semaphore.NewWeighted(1)}
 	return s
 }
 
