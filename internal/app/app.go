@@ -95,6 +95,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err == nil {
 		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))
 		a.Store.Logger = log
+		a.Store.Metrics = a.Metrics
 		if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
 			err = fmt.Errorf("PUSH_ENDPOINT: %w", err)
 		}
@@ -286,6 +287,8 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
 		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
 		RequestTimeout:     cfg.RequestTimeout,
+
+		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
 	}
 }
 

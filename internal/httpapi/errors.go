@@ -34,6 +34,9 @@ func (e *Error) Error() string { return e.Message }
 var (
 	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
 	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// An org token whose anchor workspace is gone (or never set): refused
+	// unless ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
+	errUnanchoredToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeOrgTokenUnanchored, Message: "org token without an anchor workspace"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
@@ -129,6 +132,7 @@ var answers = []struct {
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrNotAllowed, errInvalidToken},
+	{auth.ErrUnanchored, errUnanchoredToken},
 	{auth.ErrForeignOrigin, errForeignOrigin},
 	{auth.ErrSessionUnavailable, errSessionDown},
 	{downloadlink.ErrInvalid, errLinkInvalid},

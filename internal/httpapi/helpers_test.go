@@ -34,6 +34,7 @@ import (
 const (
 	msgMissing     = "missing workspace auth token"
 	msgInvalid     = "invalid workspace auth token"
+	msgUnanchored  = "org token without an anchor workspace"
 	msgBadWS       = "invalid workspace ID"
 	msgBadFile     = "invalid file_id"
 	msgMalformed   = "malformed multipart body"
@@ -56,6 +57,7 @@ const (
 var codeOf = map[string]string{
 	msgMissing:    "missing_token",
 	msgInvalid:    "invalid_token",
+	msgUnanchored: "org_token_unanchored",
 	msgBadWS:      "bad_workspace_id",
 	msgBadFile:    "bad_file_id",
 	msgMalformed:  "malformed_multipart",

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // access is a caller checked for one workspace: the only value from
@@ -71,6 +72,7 @@ func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*a
 		if a.schema, err = s.tokens.readSchema(ctx); err != nil {
 			return nil, err
 		}
+		a.schema.acceptUnanchored = s.AcceptUnanchoredOrgTokens
 	}
 	a.callerMayAct = a.schema.mayActSQL()
 	return a, nil
@@ -244,9 +246,10 @@ func (s *Store) batchError(op string, err error) error {
 // relation or column fails, schemaChanged drops what was read, and the
 // next look-up reads it again.
 type tokens struct {
-	db     DB
-	logger func() *slog.Logger
-	now    func() time.Time // the Store's clock: the schema's age
+	db      DB
+	logger  func() *slog.Logger
+	metrics func() *metrics.Emitter // the Store's (nil: none)
+	now     func() time.Time        // the Store's clock: the schema's age
 
 	// reading is held while the schema is read: a semaphore of one, so
 	// that a request waiting for another's read gives up at its own
@@ -273,6 +276,12 @@ type tokenSchema struct {
 	// org_api_tokens does (for the log).
 	missing []string
 	readAt  time.Time
+	// acceptUnanchored: an org token without an anchor (org_id NULL: never
+	// set, or its anchor workspace deleted, which the platform's foreign
+	// key turns into NULL) may act on every workspace, the platform's
+	// legacy rule; false (the default) refuses it (auth.ErrUnanchored).
+	// The Store's Settings.AcceptUnanchoredOrgTokens, not the database's.
+	acceptUnanchored bool
 }
 
 // orgColumns are the columns the org look-up (orgAllowedSQL, lookupSQL,
@@ -378,10 +387,12 @@ func (s tokenSchema) mayActSQL() string {
 }
 
 // orgAllowedSQL is the SQL condition that a live org token of hash
-// @caller_hash may act on workspace @workspace: unanchored, or anchored
-// (org_id) to a workspace of the same org (org roots compared, following
+// @caller_hash may act on workspace @workspace: anchored (org_id) to a
+// workspace of the same org (org roots compared, following
 // parent_id up from each, at most 64 levels), or to the control plane's
-// org UUID whose UUID v5 is the org root's id. Each walk starts from one
+// org UUID whose UUID v5 is the org root's id; or unanchored (org_id
+// NULL), only where the deployment accepts those (acceptUnanchored: the
+// platform's legacy rule, every workspace). Each walk starts from one
 // row found by its primary key, so the planner's estimate stays small (a
 // large one would have Postgres JIT-compile the statement: half a
 // second, every time).
@@ -393,6 +404,10 @@ func (s tokenSchema) orgAllowedSQL() string {
 		v5 = `r.id = (SELECT encode(set_byte(set_byte(d, 6, (get_byte(d, 6) & 15) | 80), 8, (get_byte(d, 8) & 63) | 128), 'hex')::uuid
 		              FROM substring(digest('\x6ba7b8119dad11d180b400c04fd430c8'::bytea
 		                  || convert_to('molecule-platform-agent:' || o.org_id::text, 'UTF8'), 'sha1') FROM 1 FOR 16) AS d)`
+	}
+	unanchored := ""
+	if s.acceptUnanchored {
+		unanchored = "o.org_id IS NULL OR "
 	}
 	return `EXISTS (
 		WITH RECURSIVE o AS (
@@ -408,27 +423,27 @@ func (s tokenSchema) orgAllowedSQL() string {
 		    SELECT w.id, w.parent_id, u.depth + 1 FROM anchor_up u JOIN workspaces w ON w.id = u.parent_id WHERE u.depth < 64
 		)
 		SELECT 1 FROM o
-		WHERE o.org_id IS NULL OR EXISTS (
+		WHERE ` + unanchored + `EXISTS (
 		    SELECT 1 FROM ws_up r WHERE r.parent_id IS NULL
 		      AND (` + v5 + ` OR r.id IN (SELECT id FROM anchor_up WHERE parent_id IS NULL))))`
 }
 
 // lookupSQL finds a live token by its hash (@caller_hash): where it
 // lives, its workspace (a workspace token's), its safe prefix, whether
-// last_used_at is due, and whether it may act on workspace @workspace
+// last_used_at is due, whether it may act on workspace @workspace
 // (NULL: a call that names no workspace, for which any live token will
-// do). The indexes on
+// do), and whether it is an org token without an anchor. The indexes on
 // token_hash compare digests, never tokens.
 func (s tokenSchema) lookupSQL() string {
 	q := `
 		SELECT 'workspace_auth_tokens', workspace_id, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid
+		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid, false
 		FROM workspace_auth_tokens WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL`
 	if s.orgTokens {
 		q += `
 		UNION ALL
 		SELECT 'org_api_tokens', NULL::uuid, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       @workspace::uuid IS NULL OR ` + s.orgAllowedSQL() + `
+		       @workspace::uuid IS NULL OR ` + s.orgAllowedSQL() + `, org_id IS NULL
 		FROM org_api_tokens
 		WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 	}
@@ -439,8 +454,9 @@ func (s tokenSchema) lookupSQL() string {
 // lookup is one bearer's look-up, queued in a batch; found is its row
 // once the batch ran, nil for no live token.
 type lookup struct {
-	hash  []byte // the bearer's SHA-256
-	found *foundToken
+	hash             []byte // the bearer's SHA-256
+	acceptUnanchored bool   // tokenSchema.acceptUnanchored
+	found            *foundToken
 }
 
 // foundToken is a look-up's row.
@@ -450,16 +466,17 @@ type foundToken struct {
 	prefix      string
 	stampDue    bool
 	allowed     bool
+	unanchored  bool // an org token without an anchor workspace
 }
 
 // queueLookup adds the look-up of the token of SHA-256 hash, for
 // workspace ws (nil: any), to b.
 func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *lookup {
-	l := &lookup{hash: hash}
+	l := &lookup{hash: hash, acceptUnanchored: s.acceptUnanchored}
 	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			f := &foundToken{}
-			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed); err != nil {
+			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed, &f.unanchored); err != nil {
 				return err
 			}
 			l.found = f
@@ -472,8 +489,11 @@ func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *look
 // settle records in found what the look-up, once run, found of its
 // bearer (a live token's kind, workspace and prefix, for the request's
 // logs, and its stamp when due: tokens.stamp), and returns its verdict:
-// nil, or the refusal, auth.ErrInvalid (no live token: nothing recorded)
-// or auth.ErrNotAllowed.
+// nil, or the refusal, auth.ErrInvalid (no live token: nothing recorded),
+// auth.ErrUnanchored (an org token without an anchor, where the
+// deployment does not accept those) or auth.ErrNotAllowed. Every use of
+// an unanchored org token, accepted or refused, is logged (its prefix,
+// never the token) and counted (metrics.UnanchoredOrgToken).
 func (l *lookup) settle(found *auth.Found, t *tokens) error {
 	f := l.found
 	if f == nil {
@@ -483,6 +503,12 @@ func (l *lookup) settle(found *auth.Found, t *tokens) error {
 	if f.workspaceID != nil {
 		found.Kind, found.WorkspaceID = auth.Workspace, *f.workspaceID
 	}
+	if f.unanchored {
+		t.unanchoredUse(f, l.acceptUnanchored)
+		if !l.acceptUnanchored {
+			return auth.ErrUnanchored
+		}
+	}
 	if stamp := t.stamp(l); stamp != nil {
 		found.Stamp = stamp
 	}
@@ -490,6 +516,22 @@ func (l *lookup) settle(found *auth.Found, t *tokens) error {
 		return auth.ErrNotAllowed
 	}
 	return nil
+}
+
+// unanchoredUse logs and counts the use of an org token without an
+// anchor workspace (f), accepted or not: an operator who keeps the legacy
+// rule (ACCEPT_UNANCHORED_ORG_TOKENS) sees which tokens still need it,
+// and one who does not sees who is refused.
+func (t *tokens) unanchoredUse(f *foundToken, accepted bool) {
+	outcome := metrics.OutcomeRefused
+	if accepted && f.allowed {
+		outcome = metrics.OutcomeAccepted
+	}
+	t.logger().Warn("an org token without an anchor workspace (org_id NULL) was presented",
+		"token_prefix", f.prefix, "outcome", outcome, "accept_unanchored_org_tokens", accepted)
+	if t.metrics != nil {
+		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: outcome}, 1, nil)
+	}
 }
 
 // stamp is the stamp of the looked-up token's last_used_at, when its
@@ -540,6 +582,7 @@ func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) er
 	if err != nil {
 		return err
 	}
+	schema.acceptUnanchored = s.AcceptUnanchoredOrgTokens
 	var b pgx.Batch
 	l := schema.queueLookup(&b, cred.TokenHash, ws)
 	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {
