@@ -54,11 +54,11 @@ var (
 	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadWorkspaceID, Message: "invalid workspace ID"}
 	errBadFileID        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadFileID, Message: "invalid file_id"}
 	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Code: wire.CodeWorkspaceNotFound, Message: "workspace not found"}
-	// A file that is gone: ack's words, and content's.
+	// A file that is gone, or another workspace's (the store tells them
+	// not apart, nor does the answer, nor its log line): ack's words, and
+	// content's.
 	errGone    = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found, expired, or already acked"}
 	errExpired = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found or expired"}
-	// Another workspace's file: 404 as well, never 403.
-	errNotYours = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found"}
 
 	errBadQuery        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadQuery, Message: "invalid query string"}
 	errUnknownParam    = &Error{Status: http.StatusBadRequest, Code: wire.CodeUnknownParam, Message: "unknown query parameter"}
@@ -138,7 +138,6 @@ var answers = []struct {
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
-	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
 	{pendinguploads.ErrUploadNotFound, errUploadNotFound},
 	{pendinguploads.ErrNotMultipart, errNotMultipart},
@@ -174,8 +173,9 @@ func (a *API) answerFor(err error) *Error {
 }
 
 // fail answers err and logs it: a server-side failure as an error with
-// its cause; a refusal of the caller's credentials or of another
-// workspace's file as a warning; any other refusal at info. The line
+// its cause; a refusal of the caller's credentials as a warning; any
+// other refusal at info (a file of another workspace among them, as one
+// that is not there). The line
 // names the request's workspace and file, and who called (a token's safe
 // prefix, a session's user), never a token or a cookie. It does no I/O
 // but the answer.
@@ -205,7 +205,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case e.Status >= 500:
 		a.logger().Error("request failed", args...)
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e == errNotYours:
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		a.logger().Warn("refused", args...)
 	default:
 		a.logger().Info("refused", args...)

@@ -44,7 +44,6 @@ const (
 	msgFileCap     = "file exceeds per-file cap"
 	msgBodyCap     = "request body too large"
 	msgGone        = "pending upload not found, expired, or already acked"
-	msgNotYours    = "pending upload not found"
 	msgExpired     = "pending upload not found or expired"
 	msgStorage     = "storage error"
 	msgPresignOff  = "presigned uploads are not enabled"
@@ -67,7 +66,6 @@ var codeOf = map[string]string{
 	msgFileCap:    "file_too_large",
 	msgBodyCap:    "request_too_large",
 	msgGone:       "file_not_found",
-	msgNotYours:   "file_not_found",
 	msgExpired:    "file_not_found",
 	msgStorage:    "internal",
 	msgPresignOff: "presign_disabled",
