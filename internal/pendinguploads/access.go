@@ -376,15 +376,37 @@ func (t *tokens) schemaChanged(err error) bool {
 // matches no token, for a trusted one) and @workspace. It holds for a
 // trusted identity, or a live token allowed on that workspace. A NULL
 // never makes it hold: only @caller_trusted does.
+//
+// One rule, one snapshot: the token tables are read once a transaction.
+// The first statement of a transaction that evaluates it for a caller
+// and workspace (a call's bearer look-up, which comes first in its round
+// trip: lookupSQL) keeps its verdict in the transaction's own setting
+// (set_config(…, true): gone at its end, never seen by another); every
+// later statement of that transaction reads that verdict instead of the
+// tables. Under READ COMMITTED each statement has its own snapshot, so a
+// token revoked (or restored) between two statements of a round trip
+// would otherwise be allowed by one and refused by the next: rows that
+// are not all stored, or stored beside a refusal.
 func (s tokenSchema) mayActSQL() string {
-	g := `(@caller_trusted::boolean OR EXISTS (
+	allowed := `EXISTS (
 		SELECT 1 FROM workspace_auth_tokens tok
 		WHERE tok.token_hash = @caller_hash::bytea AND tok.revoked_at IS NULL AND tok.workspace_id = @workspace::uuid)`
 	if s.orgTokens {
-		g += " OR " + s.orgAllowedSQL()
+		allowed += " OR " + s.orgAllowedSQL()
 	}
-	return g + ")"
+	return `(@caller_trusted::boolean OR coalesce(
+		(SELECT split_part(v, '=', 2) = 'true' FROM current_setting('` + verdictSetting + `', true) AS v
+		 WHERE split_part(v, '=', 1) = ` + verdictKey + `),
+		split_part(set_config('` + verdictSetting + `', ` + verdictKey + ` || '=' || (` + allowed + `)::text, true), '=', 2) = 'true'))`
 }
+
+// verdictSetting is the transaction's setting where callerMayAct keeps
+// its verdict (mayActSQL): "<key>=true" or "<key>=false".
+const verdictSetting = "pendinguploads.caller_may_act"
+
+// verdictKey is the SQL of whom and where a kept verdict is for: the
+// caller's token hash and the workspace.
+const verdictKey = `(coalesce(encode(@caller_hash::bytea, 'hex'), '') || '/' || coalesce(@workspace::uuid::text, ''))`
 
 // orgAllowedSQL is the SQL condition that a live org token of hash
 // @caller_hash may act on workspace @workspace: anchored (org_id) to a
@@ -432,12 +454,17 @@ func (s tokenSchema) orgAllowedSQL() string {
 // lives, its workspace (a workspace token's), its safe prefix, whether
 // last_used_at is due, whether it may act on workspace @workspace
 // (NULL: a call that names no workspace, for which any live token will
-// do), and whether it is an org token without an anchor. The indexes on
+// do), and whether it is an org token without an anchor; NULLs for no
+// live token. In the same statement, so in the same snapshot, it
+// evaluates callerMayAct for @caller_hash on @workspace, which keeps that
+// verdict for the rest of the transaction (mayActSQL): the call's
+// statements that follow agree with the look-up. The indexes on
 // token_hash compare digests, never tokens.
 func (s tokenSchema) lookupSQL() string {
 	q := `
-		SELECT 'workspace_auth_tokens', workspace_id, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid, false
+		SELECT 'workspace_auth_tokens' AS token_table, workspace_id, prefix,
+		       coalesce(last_used_at <= now() - interval '1 minute', true) AS stamp_due,
+		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid AS allowed, false AS unanchored
 		FROM workspace_auth_tokens WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL`
 	if s.orgTokens {
 		q += `
@@ -447,8 +474,10 @@ func (s tokenSchema) lookupSQL() string {
 		FROM org_api_tokens
 		WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 	}
-	return q + `
-		LIMIT 1`
+	return `
+		SELECT l.token_table, l.workspace_id, l.prefix, l.stamp_due, l.allowed, l.unanchored, ` + s.mayActSQL() + `
+		FROM (VALUES (1)) AS one(x) LEFT JOIN (` + q + `
+		LIMIT 1) AS l ON true`
 }
 
 // lookup is one bearer's look-up, queued in a batch; found is its row
@@ -473,13 +502,18 @@ type foundToken struct {
 // workspace ws (nil: any), to b.
 func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *lookup {
 	l := &lookup{hash: hash, acceptUnanchored: s.acceptUnanchored}
-	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws}).Query(func(rows pgx.Rows) error {
+	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws, "caller_trusted": false}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
+			var table, prefix *string
+			var stampDue, allowed, unanchored *bool
 			f := &foundToken{}
-			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed, &f.unanchored); err != nil {
+			if err := rows.Scan(&table, &f.workspaceID, &prefix, &stampDue, &allowed, &unanchored, nil); err != nil {
 				return err
 			}
-			l.found = f
+			if table != nil {
+				f.table, f.prefix, f.stampDue, f.allowed, f.unanchored = *table, *prefix, *stampDue, *allowed, *unanchored
+				l.found = f
+			}
 		}
 		return rows.Err()
 	})
