@@ -563,8 +563,13 @@ func (t *tokens) unanchoredUse(f *foundToken, accepted bool) {
 	}
 	t.logger().Warn("an org token without an anchor workspace (org_id NULL) was presented",
 		"token_prefix", f.prefix, "outcome", outcome, "accept_unanchored_org_tokens", accepted)
-	if t.metrics != nil {
-		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: outcome}, 1, nil)
+	if t.metrics == nil {
+		return
+	}
+	if outcome == metrics.OutcomeAccepted {
+		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: metrics.OutcomeAccepted}, 1, nil)
+	} else {
+		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: metrics.OutcomeRefused}, 1, nil)
 	}
 }
 
