@@ -96,14 +96,17 @@ func (a *access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
 // send sends b, the call's statements (each naming callerMayAct, each
 // queued with its own pgx.StrictNamedArgs or none), with the caller's
 // arguments added to each (args), and before them the look-up of the
-// caller's bearer when it is still to be looked up: one round trip, one
+// caller's bearer when it is still to be looked up (else, for a bearer,
+// callerMayAct alone: the round trip's verdict): one round trip, one
 // implicit transaction (none when b is empty: a trusted caller and
-// nothing queued). So a refused bearer reads and stores nothing, even
+// nothing queued). The first of them decides callerMayAct for the whole
+// round trip (mayActSQL). So a refused bearer reads and stores nothing, even
 // though its look-up runs beside the work, and its answer costs no round
 // trip of its own.
 //
-// It returns the caller's refusal, auth.ErrInvalid or auth.ErrNotAllowed
-// (refused tells these apart; what the look-up found, refused or not, is
+// It returns the caller's refusal, auth.ErrInvalid (also for a token
+// that may no longer act, in a round trip after its look-up's),
+// auth.ErrUnanchored or auth.ErrNotAllowed (refused tells these apart; what the look-up found, refused or not, is
 // recorded for the request's logs and the token's stamp: auth.Found), or
 // the batch's error, named op: ErrUnavailable when the database is down
 // or the token tables changed under the statements. A statement queued
@@ -131,15 +134,37 @@ func (a *access) send(ctx context.Context, op string, b *pgx.Batch) error {
 		}
 	}
 	var l *lookup
-	if a.found != nil {
+	var mayAct *bool
+	switch {
+	case a.found != nil:
 		var lb pgx.Batch
 		l = a.schema.queueLookup(&lb, a.hash, &a.ws)
 		b.QueuedQueries = append(lb.QueuedQueries, b.QueuedQueries...)
+	case !a.trusted && b.Len() > 0:
+		// A round trip after the look-up's, its own transaction: its
+		// first statement decides callerMayAct for all of them (mayActSQL),
+		// and says what it decided, so that a token revoked since the
+		// look-up is a refusal, not a batch that quietly stored nothing.
+		args, err := a.args(pgx.StrictNamedArgs{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		sql, vals, err := rewritten(ctx, `SELECT `+a.callerMayAct, args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		mayAct = new(bool)
+		var vb pgx.Batch
+		vb.Queue(sql, vals...).QueryRow(func(row pgx.Row) error { return row.Scan(mayAct) })
+		b.QueuedQueries = append(vb.QueuedQueries, b.QueuedQueries...)
 	}
 	if b.Len() > 0 {
 		if err := a.s.db.SendBatch(ctx, b).Close(); err != nil {
 			return a.s.batchError(op, err)
 		}
+	}
+	if mayAct != nil && !*mayAct {
+		return fmt.Errorf("%s: the token no longer may act: %w", op, auth.ErrInvalid)
 	}
 	if l == nil {
 		return nil

@@ -181,3 +181,45 @@ func TestSchemaReadHonoursDeadline(t *testing.T) {
 		t.Fatal("still waiting for the token tables' read a minute after the request's deadline")
 	}
 }
+
+// TestRevokedBetweenRoundTrips: a call of several round trips (Stage with
+// a file for the bucket: a check, the objects, then the rows) whose token
+// is revoked after its look-up's round trip is refused in the next one,
+// ErrInvalid with nothing done, not a batch that quietly stored nothing
+// (errClaimLost: a 500).
+func TestRevokedBetweenRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.MustOpen(t)
+	s := New(pool, nil, Settings{})
+	ws := uuid.New()
+	const tok = "pu_revoked-between-round-trips"
+	id := auth.TokenIdentity(tok)
+	if _, err := pool.Exec(ctx, `INSERT INTO workspace_auth_tokens (token_hash, workspace_id, prefix) VALUES ($1, $2, $3)`,
+		id.TokenHash(), ws, tok[:9]); err != nil {
+		t.Fatal(err)
+	}
+	rctx := auth.NewContext(ctx, id)
+	a, err := s.access(rctx, id, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(b *pgx.Batch) *int {
+		n := new(int)
+		b.Queue(`SELECT count(*) FROM pending_uploads WHERE workspace_id = @workspace AND `+a.callerMayAct, pgx.StrictNamedArgs{}).
+			QueryRow(func(row pgx.Row) error { return row.Scan(n) })
+		return n
+	}
+	var first pgx.Batch
+	count(&first)
+	if err := a.send(rctx, "first", &first); err != nil {
+		t.Fatalf("the look-up's round trip: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE workspace_auth_tokens SET revoked_at = now() WHERE token_hash = $1`, id.TokenHash()); err != nil {
+		t.Fatal(err)
+	}
+	var next pgx.Batch
+	count(&next)
+	if err := a.send(rctx, "next", &next); !errors.Is(err, auth.ErrInvalid) {
+		t.Fatalf("the next round trip after the revocation: got %v, want ErrInvalid", err)
+	}
+}
