@@ -100,6 +100,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err == nil {
 		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))
 		a.Store.Logger = log
+		a.Store.Metrics = a.Metrics
 		if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
 			err = fmt.Errorf("PUSH_ENDPOINT: %w", err)
 		}
@@ -170,7 +171,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 		var v rdsSecret
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
-		sec.rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
+		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
 	}
 	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
@@ -296,6 +297,8 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
 		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
 		RequestTimeout:     cfg.RequestTimeout,
+
+		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // ErrInvalid without a query.
 const MaxTokenBytes = 512
 
-// Errors of a bearer's look-up (the store's). HTTP answers both with the
-// same 401: a caller learns nothing of whose token it holds.
+// Errors of a bearer's look-up (the store's). HTTP answers ErrInvalid and
+// ErrNotAllowed with the same 401: a caller learns nothing of whose token
+// it holds. ErrUnanchored names the token's own state, to its holder.
 var (
 	// ErrInvalid: no live token has this hash (unknown, revoked,
 	// expired), or a bearer too long to be any.
@@ -23,6 +24,12 @@ var (
 	// call names: another workspace's token, or an org token anchored to
 	// another org.
 	ErrNotAllowed = errors.New("auth: token not allowed for this workspace")
+	// ErrUnanchored: a live org token without an anchor workspace
+	// (org_api_tokens.org_id NULL: never set, or its anchor deleted), on
+	// a deployment that does not keep the platform's legacy rule that
+	// such a token acts on every workspace. Its own answer: the token's
+	// holder must have it anchored again, not ask for another workspace.
+	ErrUnanchored = errors.New("auth: org token without an anchor workspace")
 )
 
 // Errors of Identify besides ErrInvalid and ErrSessionUnavailable.

@@ -68,6 +68,12 @@ type Config struct {
 	S3Endpoint       string // S3_ENDPOINT
 	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
 
+	// AcceptUnanchoredOrgTokens (ACCEPT_UNANCHORED_ORG_TOKENS, default
+	// false) lets an org token without an anchor workspace act on every
+	// workspace, the platform's legacy rule; false refuses it
+	// (pendinguploads.Settings.AcceptUnanchoredOrgTokens).
+	AcceptUnanchoredOrgTokens bool
+
 	// SecretsEndpoint (SECRETS_MANAGER_ENDPOINT) points Secrets Manager
 	// calls at a local endpoint (moto) instead of AWS.
 	SecretsEndpoint string
@@ -281,20 +287,31 @@ func (c *Config) readMetrics(getenv func(string) string) error {
 	return nil
 }
 
-// readDatabase reads DB_PORT, DATABASE_QUERY_MODE and S3_FORCE_PATH_STYLE.
+// readDatabase reads DB_PORT, DATABASE_QUERY_MODE, S3_FORCE_PATH_STYLE
+// and ACCEPT_UNANCHORED_ORG_TOKENS.
 func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	var err error
 	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
 	errs.add(err)
 	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
 	errs.add(err)
-	if v := strings.TrimSpace(getenv("S3_FORCE_PATH_STYLE")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs.add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
-		}
-		c.S3ForcePathStyle = b
+	c.S3ForcePathStyle, err = boolVar(getenv, "S3_FORCE_PATH_STYLE")
+	errs.add(err)
+	c.AcceptUnanchoredOrgTokens, err = boolVar(getenv, "ACCEPT_UNANCHORED_ORG_TOKENS")
+	errs.add(err)
+}
+
+// boolVar reads the boolean variable name: unset or empty is false.
+func boolVar(getenv func(string) string, name string) (bool, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return false, nil
 	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: want true or false, got %q", name, v)
+	}
+	return b, nil
 }
 
 // readDurations reads UPLOAD_TTL, ACK_RETENTION and REQUEST_TIMEOUT, and

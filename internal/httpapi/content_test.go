@@ -164,7 +164,7 @@ func TestContent(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				res := get(t, contentURL(srv, other.String(), f.FileID), tt.token)
-				wantError(t, res, http.StatusNotFound, msgNotYours, nil)
+				wantError(t, res, http.StatusNotFound, msgExpired, nil)
 				if strings.Contains(string(res.body), secret) || res.header.Get("Content-Disposition") != "" {
 					t.Errorf("response: got %q with %v, want no bytes and no file headers", res.body, res.header)
 				}

@@ -34,6 +34,9 @@ func (e *Error) Error() string { return e.Message }
 var (
 	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
 	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// An org token whose anchor workspace is gone (or never set): refused
+	// unless ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
+	errUnanchoredToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeOrgTokenUnanchored, Message: "org token without an anchor workspace"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
@@ -54,11 +57,11 @@ var (
 	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadWorkspaceID, Message: "invalid workspace ID"}
 	errBadFileID        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadFileID, Message: "invalid file_id"}
 	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Code: wire.CodeWorkspaceNotFound, Message: "workspace not found"}
-	// A file that is gone: ack's words, and content's.
+	// A file that is gone, or another workspace's (the store tells them
+	// not apart, nor does the answer, nor its log line): ack's words, and
+	// content's.
 	errGone    = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found, expired, or already acked"}
 	errExpired = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found or expired"}
-	// Another workspace's file: 404 as well, never 403.
-	errNotYours = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found"}
 
 	errBadQuery        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadQuery, Message: "invalid query string"}
 	errUnknownParam    = &Error{Status: http.StatusBadRequest, Code: wire.CodeUnknownParam, Message: "unknown query parameter"}
@@ -132,13 +135,13 @@ var answers = []struct {
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrNotAllowed, errInvalidToken},
+	{auth.ErrUnanchored, errUnanchoredToken},
 	{auth.ErrForeignOrigin, errForeignOrigin},
 	{auth.ErrSessionUnavailable, errSessionDown},
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
 	{downloadlink.ErrKeysUnavailable, errLinkKeysDown},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
-	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
 	{pendinguploads.ErrUploadNotFound, errUploadNotFound},
 	{pendinguploads.ErrNotMultipart, errNotMultipart},
@@ -177,8 +180,9 @@ func (a *API) answerFor(err error) *Error {
 }
 
 // fail answers err and logs it: a server-side failure as an error with
-// its cause; a refusal of the caller's credentials or of another
-// workspace's file as a warning; any other refusal at info. The line
+// its cause; a refusal of the caller's credentials as a warning; any
+// other refusal at info (a file of another workspace among them, as one
+// that is not there). The line
 // names the request's workspace and file, and who called (a token's safe
 // prefix, a session's user), never a token or a cookie. It does no I/O
 // but the answer.
@@ -208,7 +212,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case e.Status >= 500:
 		a.logger().Error("request failed", args...)
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e == errNotYours:
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		a.logger().Warn("refused", args...)
 	default:
 		a.logger().Info("refused", args...)

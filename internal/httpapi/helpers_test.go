@@ -34,6 +34,7 @@ import (
 const (
 	msgMissing     = "missing workspace auth token"
 	msgInvalid     = "invalid workspace auth token"
+	msgUnanchored  = "org token without an anchor workspace"
 	msgBadWS       = "invalid workspace ID"
 	msgBadFile     = "invalid file_id"
 	msgMalformed   = "malformed multipart body"
@@ -43,7 +44,6 @@ const (
 	msgFileCap     = "file exceeds per-file cap"
 	msgBodyCap     = "request body too large"
 	msgGone        = "pending upload not found, expired, or already acked"
-	msgNotYours    = "pending upload not found"
 	msgExpired     = "pending upload not found or expired"
 	msgStorage     = "storage error"
 	msgPresignOff  = "presigned uploads are not enabled"
@@ -56,6 +56,7 @@ const (
 var codeOf = map[string]string{
 	msgMissing:    "missing_token",
 	msgInvalid:    "invalid_token",
+	msgUnanchored: "org_token_unanchored",
 	msgBadWS:      "bad_workspace_id",
 	msgBadFile:    "bad_file_id",
 	msgMalformed:  "malformed_multipart",
@@ -65,7 +66,6 @@ var codeOf = map[string]string{
 	msgFileCap:    "file_too_large",
 	msgBodyCap:    "request_too_large",
 	msgGone:       "file_not_found",
-	msgNotYours:   "file_not_found",
 	msgExpired:    "file_not_found",
 	msgStorage:    "internal",
 	msgPresignOff: "presign_disabled",

@@ -207,8 +207,8 @@ func TestLink(t *testing.T) {
 		// Its token on this workspace's path: content's 401.
 		wantError(t, post(t, linkURL(srv, ws.String(), f.FileID), otherTok, "", nil), http.StatusUnauthorized, msgInvalid, nil)
 		// Its own path, this workspace's file: content's 404.
-		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), otherTok, "", nil), http.StatusNotFound, msgNotYours, nil)
-		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), srv.AdminToken, "", nil), http.StatusNotFound, msgNotYours, nil)
+		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), otherTok, "", nil), http.StatusNotFound, msgExpired, nil)
+		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), srv.AdminToken, "", nil), http.StatusNotFound, msgExpired, nil)
 		// No credential at all.
 		wantError(t, post(t, linkURL(srv, ws.String(), f.FileID), "", "", nil), http.StatusUnauthorized, msgMissing, nil)
 		wantError(t, post(t, linkURL(srv, ws.String(), uuid.NewString()), tok, "", nil), http.StatusNotFound, msgExpired, nil)

@@ -19,6 +19,11 @@ const (
 	// QuotaRefused counts uploads, presigns and commits refused for the
 	// workspace's quota (409 workspace quota exceeded).
 	QuotaRefused = "pending_uploads_quota_refused"
+	// UnanchoredOrgToken counts the uses of org tokens without an anchor
+	// workspace (org_api_tokens.org_id NULL), with the dimension Outcome:
+	// OutcomeRefused by default, OutcomeAccepted where
+	// ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
+	UnanchoredOrgToken = "pending_uploads_unanchored_org_token"
 	// WorkspaceMaxPendingBytes and WorkspaceMaxPendingFiles are what the
 	// fullest workspace has waiting (by bytes, and by files), measured by
 	// each sweep: how near the quota the nearest workspace is.
@@ -38,9 +43,11 @@ const (
 var Names = []string{
 	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
 	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
+	UnanchoredOrgToken,
 }
 
-// Outcome is the dimension of Swept that says why rows went.
+// Outcome is the dimension of Swept that says why rows went, and of
+// UnanchoredOrgToken that says whether the token was accepted.
 const Outcome = "outcome"
 
 // Values of the dimension Outcome.
@@ -48,4 +55,7 @@ const (
 	OutcomeAcked   = "acked"   // acked rows past their retention
 	OutcomeExpired = "expired" // unacked rows past expires_at
 	OutcomeError   = "error"   // a failed sweep run
+
+	OutcomeAccepted = "accepted" // an unanchored org token, accepted (legacy)
+	OutcomeRefused  = "refused"  // an unanchored org token, refused
 )

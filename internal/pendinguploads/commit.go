@@ -406,13 +406,15 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 	b.Queue(`
 		WITH locked AS MATERIALIZED (
 		    SELECT upload_id FROM presigned_uploads
-		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
+		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND expires_at > now() AND file_id IS NULL
+		      AND workspace_id = @workspace AND `+a.callerMayAct+`
 		    ORDER BY upload_id FOR UPDATE
 		)
 		UPDATE presigned_uploads p SET file_id = c.file_id
 		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
 		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
-		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+a.callerMayAct+` AND `+quotaFits,
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline)
+		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+quotaFits,
 		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
 	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 	return s.finish(ctx, a, &b, ins, q, recs)

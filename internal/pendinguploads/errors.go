@@ -15,12 +15,11 @@ const MaxFilenameBytes = 100
 
 var (
 	// ErrNotFound is returned by Fetch, Open and Ack when the row is
-	// absent or expired (or swept meanwhile). The cases mean the same to
-	// a workspace: the file is gone.
+	// absent or expired (or swept meanwhile), or another workspace's,
+	// which no statement reads. The cases mean the same to a workspace:
+	// the file is not there, and nothing tells another workspace's file
+	// from none.
 	ErrNotFound = errors.New("pendinguploads: upload not found or expired")
-	// ErrWrongWorkspace is returned when the file exists but belongs to
-	// another workspace. Nothing is read or changed.
-	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
 	// ErrTooLarge is returned by Stage and Presign for a file over the
 	// Store's FileCap.
 	ErrTooLarge = errors.New("pendinguploads: content exceeds per-file cap")

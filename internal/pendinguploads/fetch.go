@@ -78,9 +78,10 @@ func (f Fetched) checked(op string) (*access, error) {
 // them. An inline file of at most ChunkBytes comes with the row; Open
 // reads any file.
 //
-// It returns ErrNotFound for an absent or expired row, and for a row that
-// vanished (swept) while the statement ran; ErrWrongWorkspace for another
-// workspace's row, whose bytes are never read.
+// It returns ErrNotFound for an absent or expired row, for a row that
+// vanished (swept) while the statement ran, and for another workspace's
+// row alike, which no statement reads: a caller learns nothing of other
+// workspaces' files.
 func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want Want) (Fetched, error) {
 	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
@@ -96,13 +97,12 @@ func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Wan
 	if a == nil || !a.mayRead(fileID) {
 		return Fetched{}, fmt.Errorf("fetch %s: %w", fileID, ErrNotFetched)
 	}
-	workspaceID := a.ws
 	var r Record
 	var key *string
 	var stamped, found bool
 	// The outer SELECT reads the row as the statement's snapshot has it; the
-	// UPDATE in the CTE stamps it, and brings the bytes, only for this
-	// workspace's row. If the row changed under the statement (a sweep
+	// UPDATE in the CTE stamps it, and brings the bytes; each reads only
+	// this workspace's row. If the row changed under the statement (a sweep
 	// deleted it), the UPDATE re-checks the newest version and skips it:
 	// stamped is then false, and the answer is ErrNotFound rather than a
 	// row without its bytes.
@@ -121,7 +121,8 @@ func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Wan
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+a.callerMayAct,
+		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now())
+		  AND p.workspace_id = @workspace AND `+a.callerMayAct,
 		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "if_digest": want.IfDigest, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
@@ -137,9 +138,6 @@ func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Wan
 	}
 	if !found {
 		return Fetched{}, ErrNotFound
-	}
-	if r.WorkspaceID != workspaceID {
-		return Fetched{}, ErrWrongWorkspace
 	}
 	if key != nil {
 		r.s3Key = *key

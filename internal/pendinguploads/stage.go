@@ -394,7 +394,7 @@ func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *insert
 // refused reports whether err is a caller's refusal (access.send's verdict), as
 // opposed to the database's error.
 func refused(err error) bool {
-	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed)
+	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed) || errors.Is(err, auth.ErrUnanchored)
 }
 
 // errClaimLost is a staging batch that ran and stored nothing though its

@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
@@ -47,6 +50,12 @@ type Settings struct {
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
 	RequestTimeout time.Duration
+	// AcceptUnanchoredOrgTokens (ACCEPT_UNANCHORED_ORG_TOKENS) lets an org
+	// token without an anchor workspace (org_api_tokens.org_id NULL:
+	// never set, or its anchor deleted) act on every workspace, the
+	// platform's legacy rule. Default false: such a token is refused
+	// (auth.ErrUnanchored). Each use is logged and counted either way.
+	AcceptUnanchoredOrgTokens bool
 }
 
 // Store is the pending_uploads table, and the bucket of large files when
@@ -69,6 +78,9 @@ type Store struct {
 	// Notifier, when set, hears of the files each Stage or Commit stored,
 	// after its transaction committed (push.Hints; nil: none).
 	Notifier Notifier
+	// Metrics receives the store's EMF counters: the uses of unanchored
+	// org tokens (nil: none).
+	Metrics *metrics.Emitter
 }
 
 func (s *Store) logger() *slog.Logger {
@@ -83,7 +95,8 @@ func (s *Store) logger() *slog.Logger {
 // database (access.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
-	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}
+	s.tokens = &tokens{db: db, logger: s.logger, metrics: func() *metrics.Emitter { return s.Metrics },
+		now: func() time.Time { return s.Now() }, reading: semaphore.NewWeighted(1)}
 	return s
 }
 
