@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -26,6 +27,8 @@ type Error struct {
 	Code    wire.Code
 	Message string
 	Fields  map[string]any
+	// RetryAfter, when set, is the Retry-After header's seconds.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -43,7 +46,10 @@ var (
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
-	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
+	errStorageDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
+	// Another call of the same workspace held its turn past the bounded
+	// wait (pendinguploads.ErrWorkspaceBusy): nothing was stored.
+	errWorkspaceBusy    = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "workspace busy, retry shortly", RetryAfter: 1}
 	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
 	errInternal         = &Error{Status: http.StatusInternalServerError, Code: wire.CodeInternal, Message: "storage error"}
 	errNotFound         = &Error{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "not found"}
@@ -133,6 +139,7 @@ var answers = []struct {
 	{auth.ErrSessionUnavailable, errSessionDown},
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
+	{pendinguploads.ErrWorkspaceBusy, errWorkspaceBusy},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
@@ -207,6 +214,9 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.logger().Info("refused", args...)
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	writeEncoded(w, e.Status, errorBody(e))
 }
 
