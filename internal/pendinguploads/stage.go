@@ -517,8 +517,8 @@ func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record
 
 // Waiting for a workspace's lock (Settings.LockWait, Settings.LockTries).
 const (
-	DefaultLockWait  = 50 * time.Millisecond
-	DefaultLockTries = 10
+	DefaultLockWait  = 100 * time.Millisecond
+	DefaultLockTries = 20
 )
 
 func (s *Store) lockWait() time.Duration {
