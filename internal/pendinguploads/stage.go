@@ -241,7 +241,7 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		// stages of one workspace count one after the other.
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 	}
-	b.Queue(`SELECT `+pendingCount+` AND `+a.callerMayAct).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT ` + pendingCount + ` AND ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
