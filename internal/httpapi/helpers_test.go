@@ -72,6 +72,7 @@ var codeOf = map[string]string{
 
 	"cross-origin request refused":             "forbidden_origin",
 	"storage unavailable, retry shortly":       "unavailable",
+	"workspace busy, retry shortly":            "unavailable",
 	"session check unavailable, retry shortly": "unavailable",
 	"not found":                                 "not_found",
 	"method not allowed":                        "method_not_allowed",
