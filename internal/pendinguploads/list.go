@@ -83,13 +83,29 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	named := pgx.StrictNamedArgs{"limit": limit + 1}
 	page := ""
 	if after != nil {
-		page = afterCursor
+		page = `(created_at, file_id) > (@after_at::timestamptz, @after_file::uuid)`
 		named["after_at"], named["after_file"] = after.CreatedAt, after.FileID
 	}
 	// One more than asked tells whether another page follows; the rows
 	// are scanned in place: no Record per row on the heap.
 	recs = make([]Record, 0, limit+1)
-	b.Queue(listSQL(a.callerMayAct, page), named).Query(func(rows pgx.Rows) error {
+	// The page starts at its first unexpired row, found in the index
+	// alone (an Index Only Scan of idx_pending_uploads_workspace_page,
+	// which carries expires_at): rows past expires_at that the sweep has
+	// not reached yet come first in this order (they were staged first),
+	// and are passed over there, one index entry each, without a table
+	// read. The page's rows are then read from that row on.
+	b.Queue(`SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
+		       p.created_at, p.fetched_at, p.expires_at
+		FROM (SELECT created_at, file_id FROM pending_uploads
+		      WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+a.callerMayAct+andEach(page)+`
+		      ORDER BY created_at, file_id LIMIT 1) AS first
+		CROSS JOIN LATERAL (
+		    SELECT * FROM pending_uploads p
+		    WHERE p.workspace_id = @workspace AND p.acked_at IS NULL AND p.expires_at > now()
+		      AND (p.created_at, p.file_id) >= (first.created_at, first.file_id)
+		    ORDER BY p.created_at, p.file_id LIMIT @limit) AS p
+		ORDER BY p.created_at, p.file_id`, named).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			recs = append(recs, Record{})
 			r := &recs[len(recs)-1]
@@ -111,31 +127,4 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 		next = &Cursor{CreatedAt: last.CreatedAt, FileID: last.FileID}
 	}
 	return recs, next, nil
-}
-
-// afterCursor is the page condition of a list after a cursor.
-const afterCursor = `(created_at, file_id) > (@after_at::timestamptz, @after_file::uuid)`
-
-// listSQL is List's statement, for a caller whose condition is
-// callerMayAct, after the page condition page (none: the first page),
-// over @workspace and @limit.
-//
-// The page starts at its first unexpired row, found in the index alone
-// (an Index Only Scan of idx_pending_uploads_workspace_page, which carries
-// expires_at): rows past expires_at that the sweep has not reached yet
-// come first in this order (they were staged first), and are passed over
-// there, one index entry each, without a table read. The page's rows are
-// then read from that row on.
-func listSQL(callerMayAct, page string) string {
-	return `SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
-		       p.created_at, p.fetched_at, p.expires_at
-		FROM (SELECT created_at, file_id FROM pending_uploads
-		      WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND ` + callerMayAct + andEach(page) + `
-		      ORDER BY created_at, file_id LIMIT 1) AS first
-		CROSS JOIN LATERAL (
-		    SELECT * FROM pending_uploads p
-		    WHERE p.workspace_id = @workspace AND p.acked_at IS NULL AND p.expires_at > now()
-		      AND (p.created_at, p.file_id) >= (first.created_at, first.file_id)
-		    ORDER BY p.created_at, p.file_id LIMIT @limit) AS p
-		ORDER BY p.created_at, p.file_id`
 }

@@ -222,10 +222,11 @@ func (q *quota) refusal() error {
 
 // queue adds to b, for a's caller: with lock, the workspace's lock (held
 // to the end of the batch's transaction, taken only for a caller allowed
-// on the workspace, waited for at most lockWait: see Store.finish), then
-// the count of what waits, which the refusal reports. The statement that
-// stores must carry quotaFits, which counts again in its own snapshot,
-// after the lock.
+// on the workspace, waited for at most lockWait: see Store.finish), and
+// then the statement that stores (queueInsert) counts what waits, once,
+// in its own snapshot after the lock, and returns the count the refusal
+// reports; without, the count of what waits (an early check: Presign, and
+// Stage before it writes to the bucket).
 func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 	if q == nil {
 		return
@@ -241,6 +242,9 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		// stages of one workspace count one after the other.
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 	}
+	if lock {
+		return // the statement that stores counts (pendingCTE)
+	}
 	b.Queue(`SELECT ` + pendingCount + ` AND ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
@@ -255,9 +259,21 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 // that the sweep has not reached is outside the range. Its cost still
 // grows with what waits, by one index entry a row (about 60 pages of
 // index at 10,000 pending, against one table page a row before);
-// docs/capacity.md says why not a running total.
+// docs/how-it-works.md says why not a running total.
 const pendingCount = `count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
 		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()`
+
+// pendingCTE is, in the statement that stores (queueInsert), what waits
+// in @workspace (pendingCount), counted once, in that statement's
+// snapshot: fitsPending decides on it, and the statement returns it for
+// the refusal. Nothing is counted without a quota (@quota_off).
+const pendingCTE = `pending AS MATERIALIZED (
+		    SELECT count(*) AS files, coalesce(sum(size_bytes), 0)::bigint AS bytes FROM pending_uploads
+		    WHERE NOT @quota_off::boolean AND workspace_id = @workspace AND acked_at IS NULL AND expires_at > now())`
+
+// fitsPending is quotaFits over pendingCTE's count.
+const fitsPending = `(@quota_off::boolean OR (SELECT files + @quota_files::bigint <= @quota_max_files::bigint
+		    AND bytes + @quota_bytes::bigint <= @quota_max_bytes::bigint FROM pending))`
 
 // quotaFits is the condition, named where a statement that stores
 // uses it, that what a call adds fits the workspace's quota, counted in
@@ -332,14 +348,14 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		ins.recs[r.FileID] = r
 	}
 	b.Queue(`
-		WITH ins AS (
+		WITH `+pendingCTE+`, ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		    SELECT v.file_id, @workspace, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
 		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+fitsPending+` AND `+claimedAll+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
@@ -348,16 +364,24 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
 		    FROM ins
 		)
-		SELECT file_id, created_at, expires_at FROM ins`, named,
+		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
+		FROM pending LEFT JOIN ins ON true`, named,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var id uuid.UUID
-			var created, expires time.Time
-			if err := rows.Scan((*[16]byte)(&id), &created, &expires); err != nil {
+			var id *[16]byte
+			var created, expires *time.Time
+			var files, bytes int64
+			if err := rows.Scan(&id, &created, &expires, &files, &bytes); err != nil {
 				return err
 			}
-			if r := ins.recs[id]; r != nil {
-				r.CreatedAt, r.ExpiresAt = created, expires
+			if q != nil {
+				q.measured, q.pending.files, q.pending.bytes = true, files, bytes
+			}
+			if id == nil || created == nil || expires == nil {
+				continue // nothing stored: the row of pending alone
+			}
+			if r := ins.recs[uuid.UUID(*id)]; r != nil {
+				r.CreatedAt, r.ExpiresAt = *created, *expires
 				ins.n++
 			}
 		}
