@@ -169,10 +169,10 @@ func (e *QuotaError) Error() string {
 // workspace may have waiting, unacked and unexpired
 // (Store.MaxPendingBytes, Store.MaxPendingFiles; 0 turns either off).
 // Stage and Commit hold it exactly: their batch takes the workspace's
-// lock before it counts (queue), and the statement that stores counts
-// again in its own snapshot (quotaFits), so concurrent calls count one
-// after another and together never pass it. Presign checks it early,
-// without the lock: a commit may still be refused.
+// lock (queue), and then the statement that stores counts in its own
+// snapshot (pendingCTE; Commit's claim too, quotaFits), so concurrent
+// calls count one after another and together never pass it. Presign
+// checks it early, without the lock: a commit may still be refused.
 type quota struct {
 	maxFiles, maxBytes int64 // math.MaxInt64 when off
 	files, bytes       int64 // what the call adds
@@ -241,8 +241,6 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		// A transaction-level advisory lock per workspace: concurrent
 		// stages of one workspace count one after the other.
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
-	}
-	if lock {
 		return // the statement that stores counts (pendingCTE)
 	}
 	b.Queue(`SELECT ` + pendingCount + ` AND ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
@@ -423,7 +421,7 @@ func (s *Store) finish(ctx context.Context, a *access, q *quota, recs []Record, 
 		// The batch was its own transaction: if its answer was lost it
 		// may have committed, and then the objects must stay; the sweep
 		// deletes them if it did not (markOrphans).
-		if !refused(err) && commitOutcomeUnknown(err) {
+		if !refused(err) && !errors.Is(err, ErrWorkspaceBusy) && commitOutcomeUnknown(err) {
 			s.markOrphans(ctx, recs)
 		} else {
 			s.discard(ctx, recs)
@@ -556,8 +554,8 @@ func (s *Store) lockWait() time.Duration {
 // bounded wait (quota.queue), up to lockTries times while it fails for
 // the wait (SQLSTATE 55P03, lock_not_available: nothing was stored),
 // pausing between tries a random time up to lockWait without a
-// connection. It returns ErrWorkspaceBusy after the last, or the error of
-// ctx when it ends during a pause.
+// connection. It returns ErrWorkspaceBusy after the last, or when ctx
+// ends during a pause.
 func (s *Store) tryLocked(ctx context.Context, send func() error) error {
 	tries := s.LockTries
 	if tries <= 0 {
@@ -575,7 +573,7 @@ func (s *Store) tryLocked(ctx context.Context, send func() error) error {
 		select {
 		case <-ctx.Done():
 			pause.Stop()
-			return wrap("stage", ctx.Err())
+			return fmt.Errorf("stage: %w (its turn did not come before the call's end): %w", ErrWorkspaceBusy, ctx.Err())
 		case <-pause.C:
 		}
 	}
