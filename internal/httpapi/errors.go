@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -26,6 +27,8 @@ type Error struct {
 	Code    wire.Code
 	Message string
 	Fields  map[string]any
+	// RetryAfter, when set, is the Retry-After header's seconds.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -47,7 +50,10 @@ var (
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
 	errStorageDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
-	errSessionDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	// Another call of the same workspace held its turn past the bounded
+	// wait (pendinguploads.ErrWorkspaceBusy): nothing was stored.
+	errWorkspaceBusy = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "workspace busy, retry shortly", RetryAfter: 1}
+	errSessionDown   = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
 	// The download links' keys, to be read again from their secret, not
 	// read: no link is signed or checked with keys that may be stale.
 	errLinkKeysDown     = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "download link keys unavailable, retry shortly"}
@@ -141,6 +147,7 @@ var answers = []struct {
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
 	{downloadlink.ErrKeysUnavailable, errLinkKeysDown},
+	{pendinguploads.ErrWorkspaceBusy, errWorkspaceBusy},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
 	{pendinguploads.ErrNotFound, errGone},
 	{pendinguploads.ErrUploadNotFound, errUploadNotFound},
@@ -218,7 +225,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.logger().Info("refused", args...)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	if e.Status == http.StatusServiceUnavailable {
+	switch {
+	case e.RetryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	case e.Status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 	}
 	writeEncoded(w, e.Status, errorBody(e))

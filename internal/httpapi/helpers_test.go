@@ -72,6 +72,7 @@ var codeOf = map[string]string{
 
 	"cross-origin request refused":             "forbidden_origin",
 	"storage unavailable, retry shortly":       "unavailable",
+	"workspace busy, retry shortly":            "unavailable",
 	"session check unavailable, retry shortly": "unavailable",
 	"not found":                                 "not_found",
 	"method not allowed":                        "method_not_allowed",
@@ -251,15 +252,22 @@ func wantStatus(t *testing.T, res result, status int) {
 
 // wantError checks that res is exactly the JSON error {"error": msg,
 // "code": codeOf[msg]} plus extra fields, with status and Content-Type:
-// application/json, and a 503 with Retry-After: 5.
+// application/json, and a 503 with Retry-After: 5 (1 for a busy
+// workspace, whose turn comes sooner than a dependency's recovery).
 func wantError(t *testing.T, res result, status int, msg string, extra map[string]any) {
 	t.Helper()
 	wantStatus(t, res, status)
 	if got := res.header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type: got %q, want %q", got, "application/json")
 	}
-	if got := res.header.Get("Retry-After"); status == http.StatusServiceUnavailable && got != "5" {
-		t.Errorf("Retry-After of a 503: got %q, want 5", got)
+	if status == http.StatusServiceUnavailable {
+		want := "5"
+		if msg == "workspace busy, retry shortly" {
+			want = "1"
+		}
+		if got := res.header.Get("Retry-After"); got != want {
+			t.Errorf("Retry-After of a 503 %q: got %q, want %s", msg, got, want)
+		}
 	}
 	body := jsonObject(t, res.body)
 	code, ok := codeOf[msg]

@@ -396,9 +396,15 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 	for i, r := range recs {
 		fileIDs[i] = r.FileID
 	}
-	var b pgx.Batch
 	q := s.quotaFor(int64(len(recs)), total(recs))
-	q.queue(&b, a, true)
+	return s.finish(ctx, a, q, recs, func(b *pgx.Batch) *inserted {
+		return s.queueClaimAndInsert(ctx, b, a, ids, fileIDs, recs, q)
+	})
+}
+
+// queueClaimAndInsert queues on b claimAndInsert's statements.
+func (s *Store) queueClaimAndInsert(ctx context.Context, b *pgx.Batch, a *access, ids, fileIDs []uuid.UUID, recs []Record, q *quota) *inserted {
+	q.queue(b, a, true)
 	// The claim and the rows hold together: each statement takes its
 	// part only when the uploads are all there, the deadline has not
 	// passed, the caller is allowed and the files fit the quota; the
@@ -416,8 +422,7 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline)
 		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+quotaFits,
 		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
-	return s.finish(ctx, a, &b, ins, q, recs)
+	return queueInsert(ctx, b, a.callerMayAct, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 }
 
 // claimedAll is the condition, named where the INSERT of files uses it

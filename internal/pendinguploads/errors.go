@@ -49,6 +49,11 @@ var (
 	// database activity_logs references its workspaces (a foreign key,
 	// SQLSTATE 23503). Nothing is stored then.
 	ErrUnknownWorkspace = errors.New("pendinguploads: workspace not found")
+	// ErrWorkspaceBusy is returned (wrapped) by Stage and Commit when the
+	// workspace's turn did not come within their bounded wait
+	// (Settings.LockWait, Settings.LockTries): other calls of the same
+	// workspace held it. Nothing is stored; a retry shortly may succeed.
+	ErrWorkspaceBusy = errors.New("pendinguploads: workspace busy")
 	// ErrUnavailable wraps every failure that means a dependency is down
 	// or too slow (connection refused or lost, connect or statement
 	// timeout, server shutting down). HTTP answers it with 503; a retry

@@ -334,8 +334,17 @@ func (g *guardWalk) isParam(n *pg_query.Node, name string) bool {
 	return p != nil && int(p.Number) >= 1 && int(p.Number) <= len(g.names) && g.names[p.Number-1] == name
 }
 
-// isCallerMayAct reports whether n is callerMayAct (callerMayActSQL).
+// isCallerMayAct reports whether n is callerMayAct (callerMayActSQL), or
+// (SELECT callerMayAct): a scalar subquery of it alone, with no range and
+// no condition, which Postgres runs once for the statement (an InitPlan)
+// where the bare condition, volatile, is evaluated for every row.
 func isCallerMayAct(n *pg_query.Node) bool {
+	if s := n.GetSubLink(); s != nil {
+		sel := s.Subselect.GetSelectStmt()
+		return s.SubLinkType == pg_query.SubLinkType_EXPR_SUBLINK && sel != nil &&
+			len(sel.FromClause) == 0 && sel.WhereClause == nil && len(sel.TargetList) == 1 &&
+			isCallerMayAct(sel.TargetList[0].GetResTarget().GetVal())
+	}
 	f := n.GetFuncCall()
 	return f != nil && len(f.Funcname) == 1 && f.Funcname[0].GetString_().GetSval() == "caller_may_act"
 }

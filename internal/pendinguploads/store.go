@@ -46,6 +46,14 @@ type Settings struct {
 	// off.
 	MaxPendingBytes int64
 	MaxPendingFiles int64
+	// LockWait and LockTries bound the wait of Stage and Commit for their
+	// workspace's turn under a quota (another call of the workspace
+	// counting and storing): each try waits at most LockWait holding a
+	// connection, the next comes after a pause of up to LockWait holding
+	// none, and after LockTries tries the call is ErrWorkspaceBusy
+	// (defaults DefaultLockWait, DefaultLockTries).
+	LockWait  time.Duration
+	LockTries int
 	// RequestTimeout bounds a request's calls to Postgres and S3
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
