@@ -33,7 +33,10 @@ func (e *Error) Error() string { return e.Message }
 // The answers of API.md that name no file or value.
 var (
 	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
-	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// A token sent without its scheme (Authorization: pu_…): missing as
+	// well, since only Bearer counts, but the message says what to add.
+	errMissingScheme = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: msgMissingScheme}
+	errInvalidToken  = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
@@ -77,12 +80,30 @@ var (
 	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Code: wire.CodePresignDisabled, Message: msgPresignOff}
 )
 
-const msgPresignOff = "presigned uploads are not enabled"
+const (
+	msgPresignOff    = "presigned uploads are not enabled"
+	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send "Authorization: Bearer <token>")`
+	// A multipart upload over the request cap: what to do instead.
+	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"
+	msgFilesTooLargePresign = msgFilesTooLarge + ", or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+)
 
 // The answers that name what they refuse.
 
 func errBodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeRequestTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
+}
+
+// errFilesTooLarge is errBodyTooLarge for the files of a multipart
+// upload, with the next step: requests under max, and, with a bucket,
+// the presign route, which takes a file up to the per-file cap.
+func errFilesTooLarge(limit int64, presign bool) *Error {
+	e := *errBodyTooLarge(limit)
+	e.Message = msgFilesTooLarge
+	if presign {
+		e.Message = msgFilesTooLargePresign
+	}
+	return &e
 }
 
 func errFileTooLarge(name string, size, limit int64) *Error {
@@ -126,6 +147,7 @@ var answers = []struct {
 	err    error
 	answer *Error
 }{
+	{auth.ErrMissingScheme, errMissingScheme},
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrNotAllowed, errInvalidToken},
