@@ -40,9 +40,10 @@ var (
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
-	// its time.
-	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link"}
-	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired"}
+	// its time: what happened, and what to do (its holder may have no
+	// token: it asks whoever gave it).
+	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link: " + msgNewLink}
+	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired: " + msgNewLink}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
@@ -82,6 +83,7 @@ var (
 
 const (
 	msgPresignOff    = "presigned uploads are not enabled"
+	msgNewLink       = "ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
 	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send "Authorization: Bearer <token>")`
 	// A multipart upload over the request cap: what to do instead.
 	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"

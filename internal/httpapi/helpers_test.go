@@ -52,8 +52,8 @@ const (
 	msgExpired         = "pending upload not found or expired"
 	msgStorage         = "storage error"
 	msgPresignOff      = "presigned uploads are not enabled"
-	msgLinkInvalid     = "invalid download link"
-	msgLinkExpired     = "download link expired"
+	msgLinkInvalid     = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired     = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
 )
 
 // codeOf is the code API.md gives each message: every error body carries
