@@ -277,15 +277,16 @@ func (a *App) newAPI(cfg config.Config, adminToken, linkKey string) (*httpapi.AP
 // StoreSettings are the store's settings in cfg.
 func StoreSettings(cfg config.Config) pendinguploads.Settings {
 	return pendinguploads.Settings{
-		MaxFileBytes:       cfg.MaxFileBytes,
-		InlineMaxBytes:     cfg.InlineMaxBytes,
-		TTL:                cfg.UploadTTL,
-		SweepBatch:         config.SweepBatch,
-		MultipartThreshold: cfg.MultipartThresholdBytes,
-		PartBytes:          cfg.PartBytes,
-		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
-		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
-		RequestTimeout:     cfg.RequestTimeout,
+		MaxFileBytes:            cfg.MaxFileBytes,
+		InlineMaxBytes:          cfg.InlineMaxBytes,
+		TTL:                     cfg.UploadTTL,
+		SweepBatch:              config.SweepBatch,
+		MultipartThreshold:      cfg.MultipartThresholdBytes,
+		PartBytes:               cfg.PartBytes,
+		MaxPendingBytes:         cfg.WorkspaceMaxPendingBytes,
+		MaxPendingFiles:         cfg.WorkspaceMaxPendingFiles,
+		RefuseUnknownWorkspaces: !cfg.AcceptUnknownWorkspaces,
+		RequestTimeout:          cfg.RequestTimeout,
 	}
 }
 

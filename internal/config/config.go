@@ -49,6 +49,12 @@ type Config struct {
 	WorkspaceMaxPendingBytes int64
 	WorkspaceMaxPendingFiles int64
 
+	// AcceptUnknownWorkspaces (ACCEPT_UNKNOWN_WORKSPACES, default false):
+	// on the service's own database, stage for any workspace UUID, not
+	// only one a token was ever made for (pendinguploads.Settings,
+	// RefuseUnknownWorkspaces).
+	AcceptUnknownWorkspaces bool
+
 	// MultipartThresholdBytes (MULTIPART_THRESHOLD_BYTES) and PartBytes
 	// (MULTIPART_PART_BYTES): a presigned file above the threshold goes to
 	// the bucket in parts of PartBytes (the last one shorter), for a
@@ -256,7 +262,8 @@ func (c *Config) readSizes(getenv func(string) string, errs *errorList) {
 	errs.add(err)
 }
 
-// readDatabase reads DB_PORT, DATABASE_QUERY_MODE and S3_FORCE_PATH_STYLE.
+// readDatabase reads DB_PORT, DATABASE_QUERY_MODE, S3_FORCE_PATH_STYLE and
+// ACCEPT_UNKNOWN_WORKSPACES.
 func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	var err error
 	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
@@ -269,6 +276,13 @@ func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 			errs.add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
 		}
 		c.S3ForcePathStyle = b
+	}
+	if v := strings.TrimSpace(getenv("ACCEPT_UNKNOWN_WORKSPACES")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs.add(fmt.Errorf("ACCEPT_UNKNOWN_WORKSPACES: want true or false, got %q", v))
+		}
+		c.AcceptUnknownWorkspaces = b
 	}
 }
 

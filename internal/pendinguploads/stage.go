@@ -76,11 +76,53 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	var b pgx.Batch
 	q.queue(&b, a, true)
-	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, contents, nil, q)
+	ins := queueInsert(ctx, &b, s.mayStage(a), s.TTL, recs, contents, nil, q)
 	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
-		return nil, err
+		return nil, s.unknownWorkspace(ctx, a, err)
 	}
 	return recs, nil
+}
+
+// knownWorkspace is the condition, for a Store that refuses unknown
+// workspaces, that the database knows @workspace: on the platform's
+// database (it has workspaces) always, its foreign key deciding; on the
+// service's own, when a token was ever made for it.
+const knownWorkspace = `(to_regclass('workspaces') IS NOT NULL
+		    OR EXISTS (SELECT 1 FROM workspace_auth_tokens WHERE workspace_id = @workspace))`
+
+// mayStage is the condition of the statements that store files for a's
+// caller: callerMayAct, and knownWorkspace when the Store refuses
+// unknown workspaces.
+func (s *Store) mayStage(a *access) string {
+	if !s.RefuseUnknownWorkspaces {
+		return a.callerMayAct
+	}
+	return a.callerMayAct + ` AND ` + knownWorkspace
+}
+
+// unknownWorkspace is err, a staging batch's, or ErrUnknownWorkspace when
+// the batch stored nothing (errClaimLost) because its workspace is not
+// known (mayStage); it asks the database only then.
+func (s *Store) unknownWorkspace(ctx context.Context, a *access, err error) error {
+	if !s.RefuseUnknownWorkspaces || !errors.Is(err, errClaimLost) {
+		return err
+	}
+	var b pgx.Batch
+	known := true
+	b.Queue(`SELECT `+knownWorkspace+` WHERE `+a.callerMayAct, pgx.StrictNamedArgs{}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&known)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if serr := a.send(ctx, "stage: workspace", &b); serr != nil {
+		return serr
+	}
+	if !known {
+		return fmt.Errorf("stage: %w: no token was ever made for it", ErrUnknownWorkspace)
+	}
+	return err
 }
 
 // newRecords returns the records of files, new to workspaceID, and
