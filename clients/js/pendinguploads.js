@@ -18,9 +18,11 @@
 //   upload.js     uploadFiles: which file goes how, in which order
 //   download.js   downloadFile, openFile (a download link, the browser's
 //                 download manager) and ack
+//   attachment.js pendingFile: an attachment URI of the service read
 
 export { PendingUploadsError } from "./errors.js";
 export { DEFAULT_LIMITS, getLimits } from "./limits.js";
 export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
 export { downloadFile, openFile, ack } from "./download.js";
+export { pendingFile } from "./attachment.js";
