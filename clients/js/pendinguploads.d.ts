@@ -234,7 +234,7 @@ export declare function downloadFile(
 ): Promise<DownloadedFile>;
 
 export interface OpenOptions extends Pick<RequestOptions, "signal" | "headers" | "credentials" | "attempts"> {
-  /** false: only return the link (a worker, or a navigation of your own). Default true. */
+  /** false: only return the link (a navigation of your own). Default true where there is a document, false without (a worker, node). */
   navigate?: boolean;
 }
 

@@ -5,7 +5,8 @@
 // the server's multipart threshold go to the bucket in parts, a few at a
 // time, and resume after a lost connection or a reloaded page. No
 // dependencies, no build step: ES modules for browsers (and any runtime
-// with fetch, XMLHttpRequest and Blob), imported through this one.
+// with fetch and Blob: node 20 and later, whose transfers go by fetch),
+// imported through this one.
 //
 // The modules beside it, each with one purpose:
 //   errors.js     PendingUploadsError; the service's answers read by code

@@ -48,7 +48,8 @@ func fencedBlocks(text string) []fencedBlock {
 // docs/clients.md and clients/js/README.md type-checks as pasted, each a
 // module of its own, with tsc (pinned in package.json), in strict mode,
 // against the client's pendinguploads.d.ts (as "@pendinguploads/client")
-// and the canvas's names the drop-ins use (testdata/canvas/canvas-names.d.ts):
+// and the canvas's names the drop-ins use (testdata/canvas/canvas-names.d.ts),
+// with node's types (@types/node, pinned) for the node block:
 // a block that calls what neither declares (the drop-in's pendingFile,
 // once only in a test's fixture) fails here. The other blocks are held
 // where they run: the Go program by internal/docstest's
@@ -66,12 +67,19 @@ func TestDocsCodeBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join("..", "node_modules", "@types", "node", "package.json")); err != nil {
+		tsc = "" // npm ci predates @types/node
+	}
 	if _, err := os.Stat(tsc); err != nil {
-		msg := "docs' code blocks: clients/js/node_modules/typescript is missing (npm ci; scripts/ensure-tools.sh runs it)"
+		msg := "docs' code blocks: clients/js/node_modules/typescript or @types/node is missing (npm ci; scripts/ensure-tools.sh runs it)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
+	}
+	typeRoots, err := filepath.Abs(filepath.Join("..", "node_modules", "@types"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	client, err := filepath.Abs(filepath.Join("..", "pendinguploads.d.ts"))
 	if err != nil {
@@ -122,9 +130,11 @@ func TestDocsCodeBlocks(t *testing.T) {
 		"compilerOptions": map[string]any{
 			"strict": true, "noEmit": true, "allowJs": true, "checkJs": true,
 			"target": "es2022", "module": "esnext", "moduleResolution": "bundler",
-			"lib":   []string{"es2022", "dom", "dom.iterable"},
-			"types": []string{},
-			"paths": map[string][]string{"@pendinguploads/client": {client}},
+			"lib": []string{"es2022", "dom", "dom.iterable"},
+			// node's, from the pinned @types/node: README's node block.
+			"types":     []string{"node"},
+			"typeRoots": []string{typeRoots},
+			"paths":     map[string][]string{"@pendinguploads/client": {client}},
 		},
 		"files": files,
 	}
