@@ -84,7 +84,7 @@ var (
 const (
 	msgPresignOff    = "presigned uploads are not enabled"
 	msgNewLink       = "ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
-	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send "Authorization: Bearer <token>")`
+	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
 	// A multipart upload over the request cap: what to do instead.
 	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"
 	msgFilesTooLargePresign = msgFilesTooLarge + ", or each through POST /workspaces/{workspaceId}/chat/uploads/presign"

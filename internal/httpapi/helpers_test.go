@@ -34,7 +34,7 @@ import (
 const (
 	msgMissing = "missing workspace auth token"
 	// A token sent without "Bearer ".
-	msgNoScheme  = `missing workspace auth token: the Authorization header has no Bearer scheme (send "Authorization: Bearer <token>")`
+	msgNoScheme  = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
 	msgInvalid   = "invalid workspace auth token"
 	msgBadWS     = "invalid workspace ID"
 	msgBadFile   = "invalid file_id"
