@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
 )
 
 const (
