@@ -42,8 +42,8 @@ var (
 	// A download link that is not one of ours for this file, or is past
 	// its time: what happened, and what to do (its holder may have no
 	// token: it asks whoever gave it).
-	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link: " + msgNewLink}
-	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired: " + msgNewLink}
+	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: msgLinkInvalid}
+	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: msgLinkExpired}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
@@ -83,11 +83,12 @@ var (
 
 const (
 	msgPresignOff    = "presigned uploads are not enabled"
-	msgNewLink       = "ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkInvalid   = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired   = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
 	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
 	// A multipart upload over the request cap: what to do instead.
 	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"
-	msgFilesTooLargePresign = msgFilesTooLarge + ", or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+	msgFilesTooLargePresign = "request body too large: send the files in requests under max bytes, or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
 )
 
 // The answers that name what they refuse.

@@ -393,9 +393,9 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 		UPDATE presigned_uploads p SET file_id = c.file_id
 		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
 		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
-		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+s.mayStage(a)+` AND `+quotaFits,
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+a.callerMayAct+` AND `+s.workspaceKnown()+` AND `+quotaFits,
 		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	ins := queueInsert(ctx, &b, s.mayStage(a), s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
+	ins := queueInsert(ctx, &b, a.callerMayAct+` AND `+s.workspaceKnown(), s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 	return s.finish(ctx, a, &b, ins, q, recs)
 }
 

@@ -76,7 +76,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	var b pgx.Batch
 	q.queue(&b, a, true)
-	ins := queueInsert(ctx, &b, s.mayStage(a), s.TTL, recs, contents, nil, q)
+	ins := queueInsert(ctx, &b, a.callerMayAct+` AND `+s.workspaceKnown(), s.TTL, recs, contents, nil, q)
 	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
 		return nil, s.unknownWorkspace(ctx, a, err)
 	}
@@ -90,19 +90,19 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 const knownWorkspace = `(to_regclass('workspaces') IS NOT NULL
 		    OR EXISTS (SELECT 1 FROM workspace_auth_tokens WHERE workspace_id = @workspace))`
 
-// mayStage is the condition of the statements that store files for a's
-// caller: callerMayAct, and knownWorkspace when the Store refuses
-// unknown workspaces.
-func (s *Store) mayStage(a *access) string {
+// workspaceKnown is the condition, beside callerMayAct, of the statements
+// that store files: knownWorkspace when the Store refuses unknown
+// workspaces, else TRUE.
+func (s *Store) workspaceKnown() string {
 	if !s.RefuseUnknownWorkspaces {
-		return a.callerMayAct
+		return `TRUE`
 	}
-	return a.callerMayAct + ` AND ` + knownWorkspace
+	return knownWorkspace
 }
 
 // unknownWorkspace is err, a staging batch's, or ErrUnknownWorkspace when
 // the batch stored nothing (errClaimLost) because its workspace is not
-// known (mayStage); it asks the database only then.
+// known (workspaceKnown); it asks the database only then.
 func (s *Store) unknownWorkspace(ctx context.Context, a *access, err error) error {
 	if !s.RefuseUnknownWorkspaces || !errors.Is(err, errClaimLost) {
 		return err
