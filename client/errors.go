@@ -203,7 +203,10 @@ func readAPIError(resp *http.Response, op string) error {
 				e.Code = wire.Code(c)
 				delete(body, "code")
 			} else {
-				e.Code = legacyCodes[m]
+				// The message's head: a later server names its next step
+				// after a colon ("request body too large: send …").
+				head, _, _ := strings.Cut(m, ":")
+				e.Code = legacyCodes[head]
 			}
 			if len(body) > 0 {
 				e.Fields = body

@@ -154,11 +154,10 @@ async function readBody(resp, type, total, moved, onProgress) {
  * opens with a bare GET (no header, no cookie). The browser then streams
  * the file to disk, shows its progress, and resumes a cut download while
  * the link lasts. Resolves with {url, expiresAt} once the navigation is
- * started; the download itself is the browser's. In a page without a
- * document (a worker), call with { navigate: false } and navigate to url
- * yourself.
+ * started; the download itself is the browser's. Without a document (a
+ * worker, node) navigate defaults to false: it only returns the link.
  */
-export async function openFile(api, token, workspaceId, fileId, { signal, headers, credentials, attempts, navigate = true } = {}) {
+export async function openFile(api, token, workspaceId, fileId, { signal, headers, credentials, attempts, navigate = typeof document !== "undefined" } = {}) {
   const op = "open";
   const svc = service(op, api, token, workspaceId, { headers, credentials });
   const linkURL = wsURL(api, workspaceId, "pending-uploads", fileId, "link");

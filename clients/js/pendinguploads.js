@@ -5,7 +5,8 @@
 // the server's multipart threshold go to the bucket in parts, a few at a
 // time, and resume after a lost connection or a reloaded page. No
 // dependencies, no build step: ES modules for browsers (and any runtime
-// with fetch, XMLHttpRequest and Blob), imported through this one.
+// with fetch and Blob: node 20 and later, whose transfers go by fetch),
+// imported through this one.
 //
 // The modules beside it, each with one purpose:
 //   errors.js     PendingUploadsError; the service's answers read by code
@@ -18,9 +19,11 @@
 //   upload.js     uploadFiles: which file goes how, in which order
 //   download.js   downloadFile, openFile (a download link, the browser's
 //                 download manager) and ack
+//   attachment.js pendingFile: an attachment URI of the service read
 
 export { PendingUploadsError } from "./errors.js";
 export { DEFAULT_LIMITS, getLimits } from "./limits.js";
 export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
 export { downloadFile, openFile, ack } from "./download.js";
+export { pendingFile } from "./attachment.js";

@@ -240,7 +240,7 @@ func TestUploadTooLargeForServer(t *testing.T) {
 	if !strings.Contains(r.stderr, "request cap (4.0 MiB)") || !strings.Contains(r.stderr, "no presigned uploads") {
 		t.Fatalf("stderr: got %q", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "413 request body too large (max 4194304 bytes, 4.0 MiB)") || strings.Contains(r.stderr, "e+06") {
+	if !strings.Contains(r.stderr, "413 request body too large: send the files in requests under max bytes (max 4194304 bytes, 4.0 MiB)") || strings.Contains(r.stderr, "e+06") {
 		t.Errorf("stderr: got %q, want the 413's max as a whole number of bytes", r.stderr)
 	}
 }

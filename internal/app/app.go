@@ -288,15 +288,16 @@ func (a *App) newAPI(cfg config.Config, adminToken string, links *downloadlink.S
 // StoreSettings are the store's settings in cfg.
 func StoreSettings(cfg config.Config) pendinguploads.Settings {
 	return pendinguploads.Settings{
-		MaxFileBytes:       cfg.MaxFileBytes,
-		InlineMaxBytes:     cfg.InlineMaxBytes,
-		TTL:                cfg.UploadTTL,
-		SweepBatch:         config.SweepBatch,
-		MultipartThreshold: cfg.MultipartThresholdBytes,
-		PartBytes:          cfg.PartBytes,
-		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
-		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
-		RequestTimeout:     cfg.RequestTimeout,
+		MaxFileBytes:            cfg.MaxFileBytes,
+		InlineMaxBytes:          cfg.InlineMaxBytes,
+		TTL:                     cfg.UploadTTL,
+		SweepBatch:              config.SweepBatch,
+		MultipartThreshold:      cfg.MultipartThresholdBytes,
+		PartBytes:               cfg.PartBytes,
+		MaxPendingBytes:         cfg.WorkspaceMaxPendingBytes,
+		MaxPendingFiles:         cfg.WorkspaceMaxPendingFiles,
+		RefuseUnknownWorkspaces: !cfg.AcceptUnknownWorkspaces,
+		RequestTimeout:          cfg.RequestTimeout,
 
 		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,6 +38,10 @@ var (
 	// ErrMissing: no bearer token (only the Bearer scheme counts), and no
 	// session cookie that this deployment checks.
 	ErrMissing = errors.New("auth: missing credentials")
+	// ErrMissingScheme is ErrMissing when an Authorization header was sent
+	// with another scheme than Bearer, or none (a bare token): it wraps
+	// ErrMissing, and tells the caller what to add.
+	ErrMissingScheme = fmt.Errorf("%w: Authorization without the Bearer scheme", ErrMissing)
 	// ErrForeignOrigin: a session cookie on a request that another site's
 	// page may have made (cross-site request forgery): the browser does
 	// not say Sec-Fetch-Site same-origin, and its Origin is not one of
@@ -86,7 +91,8 @@ func BearerToken(r *http.Request) string {
 // Without a bearer, a Cookie is a session when Sessions is set: a
 // request from a foreign origin is ErrForeignOrigin, before the control
 // plane is asked; a refused cookie ErrInvalid; a control plane without a
-// verdict ErrSessionUnavailable. Otherwise ErrMissing.
+// verdict ErrSessionUnavailable. Otherwise ErrMissing; ErrMissingScheme
+// when an Authorization header came with another scheme, or none.
 func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 	if tok := BearerToken(r); tok != "" {
 		// Hash first, then compare fixed-size digests in constant time: the
@@ -102,6 +108,11 @@ func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 	}
 	cookies := r.Header.Values("Cookie")
 	if a.Sessions == nil || len(cookies) == 0 {
+		if h := r.Header.Get("Authorization"); h != "" {
+			if scheme, _, _ := strings.Cut(h, " "); !strings.EqualFold(scheme, "Bearer") {
+				return nil, ErrMissingScheme
+			}
+		}
 		return nil, ErrMissing
 	}
 	if !a.sameSite(r) {

@@ -51,6 +51,12 @@ type Config struct {
 	WorkspaceMaxPendingBytes int64
 	WorkspaceMaxPendingFiles int64
 
+	// AcceptUnknownWorkspaces (ACCEPT_UNKNOWN_WORKSPACES, default false):
+	// on the service's own database, stage for any workspace UUID, not
+	// only one a token was ever made for (pendinguploads.Settings,
+	// RefuseUnknownWorkspaces).
+	AcceptUnknownWorkspaces bool
+
 	// MultipartThresholdBytes (MULTIPART_THRESHOLD_BYTES) and PartBytes
 	// (MULTIPART_PART_BYTES): a presigned file above the threshold goes to
 	// the bucket in parts of PartBytes (the last one shorter), for a
@@ -287,8 +293,8 @@ func (c *Config) readMetrics(getenv func(string) string) error {
 	return nil
 }
 
-// readDatabase reads DB_PORT, DATABASE_QUERY_MODE, S3_FORCE_PATH_STYLE
-// and ACCEPT_UNANCHORED_ORG_TOKENS.
+// readDatabase reads DB_PORT, DATABASE_QUERY_MODE, S3_FORCE_PATH_STYLE,
+// ACCEPT_UNANCHORED_ORG_TOKENS and ACCEPT_UNKNOWN_WORKSPACES.
 func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	var err error
 	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
@@ -298,6 +304,8 @@ func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	c.S3ForcePathStyle, err = boolVar(getenv, "S3_FORCE_PATH_STYLE")
 	errs.add(err)
 	c.AcceptUnanchoredOrgTokens, err = boolVar(getenv, "ACCEPT_UNANCHORED_ORG_TOKENS")
+	errs.add(err)
+	c.AcceptUnknownWorkspaces, err = boolVar(getenv, "ACCEPT_UNKNOWN_WORKSPACES")
 	errs.add(err)
 }
 

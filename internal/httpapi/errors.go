@@ -36,16 +36,20 @@ func (e *Error) Error() string { return e.Message }
 // The answers of API.md that name no file or value.
 var (
 	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
-	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// A token sent without its scheme (Authorization: pu_…): missing as
+	// well, since only Bearer counts, but the message says what to add.
+	errMissingScheme = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: msgMissingScheme}
+	errInvalidToken  = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
 	// An org token whose anchor workspace is gone (or never set): refused
 	// unless ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
 	errUnanchoredToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeOrgTokenUnanchored, Message: "org token without an anchor workspace"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
-	// its time.
-	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link"}
-	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired"}
+	// its time: what happened, and what to do (its holder may have no
+	// token: it asks whoever gave it).
+	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: msgLinkInvalid}
+	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: msgLinkExpired}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
@@ -89,12 +93,32 @@ var (
 	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Code: wire.CodePresignDisabled, Message: msgPresignOff}
 )
 
-const msgPresignOff = "presigned uploads are not enabled"
+const (
+	msgPresignOff    = "presigned uploads are not enabled"
+	msgLinkInvalid   = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired   = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
+	// A multipart upload over the request cap: what to do instead.
+	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"
+	msgFilesTooLargePresign = "request body too large: send the files in requests under max bytes, or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+)
 
 // The answers that name what they refuse.
 
 func errBodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeRequestTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
+}
+
+// errFilesTooLarge is errBodyTooLarge for the files of a multipart
+// upload, with the next step: requests under max, and, with a bucket,
+// the presign route, which takes a file up to the per-file cap.
+func errFilesTooLarge(limit int64, presign bool) *Error {
+	e := *errBodyTooLarge(limit)
+	e.Message = msgFilesTooLarge
+	if presign {
+		e.Message = msgFilesTooLargePresign
+	}
+	return &e
 }
 
 func errFileTooLarge(name string, size, limit int64) *Error {
@@ -138,6 +162,7 @@ var answers = []struct {
 	err    error
 	answer *Error
 }{
+	{auth.ErrMissingScheme, errMissingScheme},
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrNotAllowed, errInvalidToken},

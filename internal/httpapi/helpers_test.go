@@ -32,43 +32,51 @@ import (
 
 // Messages of API.md.
 const (
-	msgMissing     = "missing workspace auth token"
-	msgInvalid     = "invalid workspace auth token"
-	msgUnanchored  = "org token without an anchor workspace"
-	msgBadWS       = "invalid workspace ID"
-	msgBadFile     = "invalid file_id"
-	msgMalformed   = "malformed multipart body"
-	msgNoFiles     = "no files field in request"
-	msgTooMany     = "too many files (limit 64)"
-	msgEmpty       = "empty file"
-	msgFileCap     = "file exceeds per-file cap"
-	msgBodyCap     = "request body too large"
-	msgGone        = "pending upload not found, expired, or already acked"
-	msgExpired     = "pending upload not found or expired"
-	msgStorage     = "storage error"
-	msgPresignOff  = "presigned uploads are not enabled"
-	msgLinkInvalid = "invalid download link"
-	msgLinkExpired = "download link expired"
+	msgMissing = "missing workspace auth token"
+	// A token sent without "Bearer ".
+	msgNoScheme   = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
+	msgInvalid    = "invalid workspace auth token"
+	msgUnanchored = "org token without an anchor workspace"
+	msgBadWS      = "invalid workspace ID"
+	msgBadFile    = "invalid file_id"
+	msgMalformed  = "malformed multipart body"
+	msgNoFiles    = "no files field in request"
+	msgTooMany    = "too many files (limit 64)"
+	msgEmpty      = "empty file"
+	msgFileCap    = "file exceeds per-file cap"
+	msgBodyCap    = "request body too large"
+	// A multipart upload's, with the next step (with a bucket: presign).
+	msgFilesCap        = "request body too large: send the files in requests under max bytes"
+	msgFilesCapPresign = msgFilesCap + ", or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+	msgGone            = "pending upload not found, expired, or already acked"
+	msgExpired         = "pending upload not found or expired"
+	msgStorage         = "storage error"
+	msgPresignOff      = "presigned uploads are not enabled"
+	msgLinkInvalid     = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired     = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
 )
 
 // codeOf is the code API.md gives each message: every error body carries
 // it beside the message (wantError checks it).
 var codeOf = map[string]string{
-	msgMissing:    "missing_token",
-	msgInvalid:    "invalid_token",
-	msgUnanchored: "org_token_unanchored",
-	msgBadWS:      "bad_workspace_id",
-	msgBadFile:    "bad_file_id",
-	msgMalformed:  "malformed_multipart",
-	msgNoFiles:    "no_files",
-	msgTooMany:    "too_many_files",
-	msgEmpty:      "empty_file",
-	msgFileCap:    "file_too_large",
-	msgBodyCap:    "request_too_large",
-	msgGone:       "file_not_found",
-	msgExpired:    "file_not_found",
-	msgStorage:    "internal",
-	msgPresignOff: "presign_disabled",
+	msgMissing:         "missing_token",
+	msgNoScheme:        "missing_token",
+	msgInvalid:         "invalid_token",
+	msgUnanchored:      "org_token_unanchored",
+	msgBadWS:           "bad_workspace_id",
+	msgBadFile:         "bad_file_id",
+	msgMalformed:       "malformed_multipart",
+	msgNoFiles:         "no_files",
+	msgTooMany:         "too_many_files",
+	msgEmpty:           "empty_file",
+	msgFileCap:         "file_too_large",
+	msgBodyCap:         "request_too_large",
+	msgFilesCap:        "request_too_large",
+	msgFilesCapPresign: "request_too_large",
+	msgGone:            "file_not_found",
+	msgExpired:         "file_not_found",
+	msgStorage:         "internal",
+	msgPresignOff:      "presign_disabled",
 
 	"cross-origin request refused":             "forbidden_origin",
 	"storage unavailable, retry shortly":       "unavailable",

@@ -110,7 +110,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	defer cancelCopy()
 	recs, err = s.copyAndMeasure(ctx, workspaceID, uploadIDs, uploads)
 	if err == nil {
-		err = s.claimAndInsert(ctx, a, workspaceID, uploadIDs, recs)
+		err = s.unknownWorkspace(ctx, a, s.claimAndInsert(ctx, a, workspaceID, uploadIDs, recs))
 	}
 	nr, _ := errors.AsType[*NotReceivedError](err)
 	if errors.Is(err, errClaimLost) || nr != nil {
@@ -420,9 +420,10 @@ func (s *Store) queueClaimAndInsert(ctx context.Context, b *pgx.Batch, a *access
 		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
 		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
 		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline)
-		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+quotaFits,
-		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	return queueInsert(ctx, b, a.callerMayAct, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
+		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+knownWorkspace+` AND `+quotaFits,
+		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx),
+			"refuse_unknown": s.RefuseUnknownWorkspaces}))
+	return queueInsert(ctx, b, a.callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 }
 
 // claimedAll is the condition, named where the INSERT of files uses it

@@ -44,10 +44,12 @@ var (
 	// bucket (presigned uploads are off), and when a file needs the
 	// bucket the Store does not have.
 	ErrNoBucket = errors.New("pendinguploads: no bucket configured")
-	// ErrUnknownWorkspace is returned (wrapped) by Stage when the database
-	// refuses the activity rows for their workspace: on the platform's
+	// ErrUnknownWorkspace is returned (wrapped) by Stage and Commit when
+	// the database does not know their workspace: on the platform's
 	// database activity_logs references its workspaces (a foreign key,
-	// SQLSTATE 23503). Nothing is stored then.
+	// SQLSTATE 23503); on the service's own, with
+	// Settings.RefuseUnknownWorkspaces, no token was ever made for it.
+	// Nothing is stored then.
 	ErrUnknownWorkspace = errors.New("pendinguploads: workspace not found")
 	// ErrWorkspaceBusy is returned (wrapped) by Stage and Commit when the
 	// workspace's turn did not come within their bounded wait

@@ -77,12 +77,45 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	err = s.finish(ctx, a, q, recs, func(b *pgx.Batch) *inserted {
 		q.queue(b, a, true)
-		return queueInsert(ctx, b, a.callerMayAct, s.TTL, recs, contents, nil, q)
+		return queueInsert(ctx, b, a.callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, contents, nil, q)
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.unknownWorkspace(ctx, a, err)
 	}
 	return recs, nil
+}
+
+// knownWorkspace is the condition, beside callerMayAct in the statements
+// that store files, that the database knows @workspace, or that the Store
+// does not ask (@refuse_unknown false: ACCEPT_UNKNOWN_WORKSPACES): on the
+// platform's database (it has workspaces) always, its foreign key
+// deciding; on the service's own, when a token was ever made for it.
+const knownWorkspace = `(NOT @refuse_unknown::boolean OR to_regclass('workspaces') IS NOT NULL
+		    OR EXISTS (SELECT 1 FROM workspace_auth_tokens WHERE workspace_id = @workspace))`
+
+// unknownWorkspace is err, a staging batch's, or ErrUnknownWorkspace when
+// the batch stored nothing (errClaimLost) because its workspace is not
+// known (knownWorkspace); it asks the database only then.
+func (s *Store) unknownWorkspace(ctx context.Context, a *access, err error) error {
+	if !s.RefuseUnknownWorkspaces || !errors.Is(err, errClaimLost) {
+		return err
+	}
+	var b pgx.Batch
+	known := true
+	b.Queue(`SELECT `+knownWorkspace+` WHERE `+a.callerMayAct, pgx.StrictNamedArgs{"refuse_unknown": true}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&known)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if serr := a.send(ctx, "stage: workspace", &b); serr != nil {
+		return serr
+	}
+	if !known {
+		return fmt.Errorf("stage: %w: no token was ever made for it", ErrUnknownWorkspace)
+	}
+	return err
 }
 
 // newRecords returns the records of files, new to workspaceID, and
@@ -300,7 +333,8 @@ type inserted struct {
 // (access), the INSERT of recs (the bytes of an inline
 // one in contents, nil for one in the bucket) and of their activity rows,
 // as one statement; the rows' created_at and expires_at come back into
-// recs. It inserts only when the files fit q (quotaFits) and, for
+// recs. It inserts only when the workspace is known, where refuseUnknown
+// asks (knownWorkspace), when the files fit q (quotaFits) and, for
 // Commit, when every presigned upload of uploadIDs (as text: recs[i]
 // copied from uploadIDs[i]; none for Stage) is claimed for its file in the same
 // transaction (claimedAll). Each file is a VALUES
@@ -315,7 +349,7 @@ type inserted struct {
 // and must not then store the files a retrying client stages again. (A
 // freeze in the instant between the server's commit and its answer still
 // leaves the outcome unknown; nothing can close that.)
-func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl time.Duration,
+func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseUnknown bool, ttl time.Duration,
 	recs []Record, contents [][]byte, uploadIDs []string, q *quota) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
 	fileIDs := make([]string, len(uploadIDs))
@@ -323,7 +357,7 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		fileIDs[i] = recs[i].FileID.String()
 	}
 	named := q.args(pgx.StrictNamedArgs{"deadline": ins.deadline, "ttl_micros": ttl.Microseconds(),
-		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs})
+		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs, "refuse_unknown": refuseUnknown})
 	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -357,7 +391,8 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+fitsPending+` AND `+claimedAll+`
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+knownWorkspace+`
+		      AND `+fitsPending+` AND `+claimedAll+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)

@@ -54,6 +54,14 @@ type Settings struct {
 	// (defaults DefaultLockWait, DefaultLockTries).
 	LockWait  time.Duration
 	LockTries int
+	// RefuseUnknownWorkspaces makes Stage and Commit refuse, with
+	// ErrUnknownWorkspace and nothing stored, a workspace the service's
+	// own database does not know: one no token was ever made for
+	// (workspace_auth_tokens, revoked or not), so that a mistyped UUID
+	// does not strand a file where nobody reads (ACCEPT_UNKNOWN_WORKSPACES
+	// unset). On the platform's database, which has a workspaces table,
+	// that table's foreign key decides, whatever this says.
+	RefuseUnknownWorkspaces bool
 	// RequestTimeout bounds a request's calls to Postgres and S3
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.

@@ -141,7 +141,11 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.Bouncer = pgbouncertest.MustStart(tb, s.DatabaseURL, *opts.PgBouncer)
 		serviceURL = s.Bouncer.URL
 	}
-	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey}
+	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey,
+		// The tests stage as the admin for fresh workspaces that have no
+		// token; the refusal of those (the default) is held where it is
+		// tested, with Options.Env's ACCEPT_UNKNOWN_WORKSPACES=false.
+		"ACCEPT_UNKNOWN_WORKSPACES": "true"}
 	// awsEnv is the AWS part of the service's environment with S3: moto's
 	// credentials and region, read by awsenv.Load as a function reads its
 	// own, and never set in the process (t.Setenv would forbid
@@ -232,5 +236,10 @@ func (s *Server) tracer(opts Options) pgx.QueryTracer {
 }
 
 // StoreSettings are a store's settings under the configuration's
-// defaults, for a test that builds its own store.
-func StoreSettings() pendinguploads.Settings { return app.StoreSettings(config.Defaults()) }
+// defaults, for a test that builds its own store; as NewServer's, it
+// stages for workspaces no token was made for (ACCEPT_UNKNOWN_WORKSPACES).
+func StoreSettings() pendinguploads.Settings {
+	s := app.StoreSettings(config.Defaults())
+	s.RefuseUnknownWorkspaces = false
+	return s
+}
