@@ -66,6 +66,10 @@ type Store struct {
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
 	Logger *slog.Logger
+	// MaxSweepBatches bounds the batches of each pass of one Sweep
+	// (0: 10,000); a pass cut there leaves the rest to the next sweep
+	// (SweepResult.Unfinished).
+	MaxSweepBatches int
 	// Notifier, when set, hears of the files each Stage or Commit stored,
 	// after its transaction committed (push.Hints; nil: none).
 	Notifier Notifier
