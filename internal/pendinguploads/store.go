@@ -47,6 +47,12 @@ type Settings struct {
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
 	RequestTimeout time.Duration
+	// ActivityRetention is how long the sweep keeps the activity_logs
+	// rows this service wrote, when the table is ours (a standalone
+	// database: migrations created it); 0 keeps them
+	// (ACTIVITY_RETENTION). On the platform's database the sweep never
+	// touches the table.
+	ActivityRetention time.Duration
 }
 
 // Store is the pending_uploads table, and the bucket of large files when

@@ -19,6 +19,9 @@ type SweepResult struct {
 	// Orphans are objects written for rows that never committed (a
 	// request whose answer was lost), deleted by this sweep.
 	Orphans int `json:"orphans"`
+	// Activity counts activity_logs rows this service wrote that were
+	// older than ActivityRetention, on a standalone database only.
+	Activity int `json:"activity,omitempty"`
 	// Unfinished says the sweep stopped before it had deleted every
 	// eligible row: SweepReserve before its deadline, or after
 	// MaxSweepBatches batches of a pass. What is left is where the next
@@ -34,7 +37,9 @@ const maxSweepBatches = 10000
 
 // Sweep deletes acked rows whose acked_at is older than ackRetention
 // (negative means 0) and unacked rows past expires_at; an acked row goes
-// only by its retention, even past expires_at. It deletes in batches of
+// only by its retention, even past expires_at; on a standalone database,
+// the activity rows this service wrote older than ActivityRetention
+// (sweepActivity). It deletes in batches of
 // SweepBatch rows, each its own short statement and each a range scan of
 // the pass's index from where the last batch ended, so every batch costs
 // the same however large the backlog. It stops when none are left, or
@@ -54,16 +59,81 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	}
 	// Each pass runs even when another failed: a stuck object in one must
 	// not keep the other's rows forever.
-	var errAcked, errExpired, errPresigned, errOrphans error
-	var cutAcked, cutExpired bool
+	var errAcked, errExpired, errPresigned, errOrphans, errActivity error
+	var cutAcked, cutExpired, cutActivity bool
 	res.Acked, cutAcked, errAcked = s.sweepPass(ctx, sweepAcked, ackRetention)
 	res.Expired, cutExpired, errExpired = s.sweepPass(ctx, sweepExpired, 0)
-	res.Unfinished = cutAcked || cutExpired
+	res.Activity, cutActivity, errActivity = s.sweepActivity(ctx)
+	res.Unfinished = cutAcked || cutExpired || cutActivity
 	// Expired presigns are bookkeeping: not counted; their staging
 	// objects go by the bucket's lifecycle rule.
 	_, errPresigned = s.sweepPresigned(ctx)
 	res.Orphans, errOrphans = s.sweepOrphans(ctx)
-	return res, errors.Join(errAcked, errExpired, errPresigned, errOrphans)
+	return res, errors.Join(errAcked, errExpired, errActivity, errPresigned, errOrphans)
+}
+
+// activityOurs is the activity_logs table's mark when migrations created
+// it (20260601100500_activity_logs): a standalone database. The
+// platform's own table carries none, and the sweep never touches it.
+const activityOurs = `obj_description('activity_logs'::regclass, 'pg_class') = 'created by pendinguploads'`
+
+// sweepActivityBatch deletes, on a standalone database only, the next $2
+// activity rows this service wrote (chat_upload_receive) older than the
+// retention ($1, microseconds), from workspace $3 on. It walks the
+// workspaces in order through idx_activity_logs_workspace_created (one
+// index descent each: no index of created_at alone is needed) and each
+// workspace's old rows as a range of the same index, so a pass costs its
+// workspaces and the rows it deletes, never the table. It answers how many
+// it read and deleted, and the last workspace it reached (where the next
+// batch starts); no row when there was nothing to read.
+const sweepActivityBatch = `
+	WITH RECURSIVE ws(id) AS (
+	    (SELECT workspace_id FROM activity_logs
+	     WHERE workspace_id >= $3::uuid AND ` + activityOurs + `
+	     ORDER BY workspace_id LIMIT 1)
+	    UNION ALL
+	    SELECT (SELECT workspace_id FROM activity_logs WHERE workspace_id > ws.id ORDER BY workspace_id LIMIT 1)
+	    FROM ws WHERE ws.id IS NOT NULL
+	), old AS (
+	    SELECT a.id, a.workspace_id FROM ws CROSS JOIN LATERAL (
+	        SELECT id, workspace_id FROM activity_logs
+	        WHERE workspace_id = ws.id AND created_at < now() - $1::bigint * interval '1 microsecond'
+	          AND method = 'chat_upload_receive'
+	        ORDER BY created_at LIMIT $2) a
+	    LIMIT $2
+	), gone AS (
+	    DELETE FROM activity_logs WHERE id = ANY (ARRAY(SELECT id FROM old)) RETURNING id
+	)
+	SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM gone), workspace_id
+	FROM old ORDER BY workspace_id DESC LIMIT 1`
+
+// sweepActivity deletes the activity rows this service wrote older than
+// ActivityRetention (0: none), in batches of SweepBatch, when the table is
+// ours; on the platform's database it deletes nothing (the statement's
+// own condition). It stops as sweepPass does (unfinished).
+func (s *Store) sweepActivity(ctx context.Context) (n int, unfinished bool, err error) {
+	if s.ActivityRetention <= 0 {
+		return 0, false, nil
+	}
+	var from uuid.UUID
+	for i := 0; ; i++ {
+		if i >= s.maxSweepBatches() || nearDeadline(ctx, SweepReserve) {
+			return n, true, nil
+		}
+		var read, deleted int
+		err := s.db.QueryRow(ctx, sweepActivityBatch, s.ActivityRetention.Microseconds(), s.SweepBatch, from).
+			Scan(&read, &deleted, &from)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return n, false, nil
+		}
+		if err != nil {
+			return n, false, wrap("sweep activity", err)
+		}
+		n += deleted
+		if read < s.SweepBatch {
+			return n, false, nil
+		}
+	}
 }
 
 // Orphan objects: what markOrphans marked.

@@ -41,7 +41,7 @@ func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.L
 		unfinished = 1
 	}
 	m.Count(metrics.SweepUnfinished, nil, unfinished, nil)
-	attrs := []any{"acked", res.Acked, "expired", res.Expired, "orphans", res.Orphans, "unfinished", res.Unfinished,
+	attrs := []any{"acked", res.Acked, "expired", res.Expired, "orphans", res.Orphans, "activity", res.Activity, "unfinished", res.Unfinished,
 		"ack_retention", ackRetention.String()}
 	if b, berr := s.Backlog(ctx); berr != nil {
 		log.Warn("backlog not measured", "err", berr)
