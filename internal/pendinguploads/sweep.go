@@ -258,6 +258,15 @@ func (k sweepKind) selectBatch() string {
 		ORDER BY ` + k.key + `, file_id LIMIT $2`
 }
 
+// deleteByID deletes, with a bucket, the batch's rows whose objects are
+// gone ($2), each still eligible: the predicate again, as a filter on the
+// rows found by primary key (IS TRUE keeps the planner from adding a
+// bitmap of the pass's index, which would read every eligible row left,
+// the whole backlog, in each batch).
+func (k sweepKind) deleteByID() string {
+	return `DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND (` + k.where + `) IS TRUE`
+}
+
 // sweepCursor is where a pass's next batch starts: after (key, id).
 type sweepCursor struct {
 	key pgtype.Timestamptz
@@ -384,9 +393,7 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 	}
 	// The predicate again: eligibility only ever grows with time, but a
 	// row must never go unless it is eligible at the moment it goes.
-	tag, err := s.db.Exec(ctx, `
-		DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND `+kind.where,
-		retentionMicros, uuidArray(ids))
+	tag, err := s.db.Exec(ctx, kind.deleteByID(), retentionMicros, uuidArray(ids))
 	if err != nil {
 		return 0, read, err
 	}
