@@ -355,7 +355,7 @@ func seed(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			       CASE WHEN g % 100 >= 98 THEN now() - make_interval(secs => 1 + g % 3600) ELSE created + interval '24 hours' END
 			FROM (SELECT g, ('00000000-0000-4000-8000-' || lpad(to_hex(g % $2), 12, '0'))::uuid AS ws,
 			             now() - make_interval(secs => 3600 + (g * 37) % 72000) AS created
-			      FROM generate_series(1, $1::int) g) s`, n, workspaces, bytes.Repeat([]byte("x"), 200)); err != nil {
+			      FROM generate_series(1, $1::bigint) g) s`, n, workspaces, bytes.Repeat([]byte("x"), 200)); err != nil {
 			return err
 		}
 		for _, w := range []struct {
