@@ -1032,7 +1032,9 @@ func sweepRun(ctx context.Context, out, ex io.Writer, t *target, o options) erro
 			}
 			res = append(res, line)
 			var left int64
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pending_uploads WHERE (acked_at < now() - interval '1 hour') OR (acked_at IS NULL AND expires_at < now())`).Scan(&left); err != nil {
+			// The seeded rows left (the background's acked rows cross the
+			// retention meanwhile, and are not counted).
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pending_uploads WHERE filename LIKE 'e%'`).Scan(&left); err != nil {
 				return err
 			}
 			if i == 1 && run == 0 {
