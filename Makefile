@@ -9,7 +9,7 @@ CLIENT_MOD := client
 
 .DEFAULT_GOAL := help
 
-.PHONY: help run run-s3 deploy check-sam test slowchecks check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest gotest-client gotest-server bench fuzz load clean
+.PHONY: help run run-s3 deploy check-sam test slowchecks check-tools tools lint-tools vet fmt-check tidy-check staticcheck cross-build gotest gotest-client gotest-server bench fuzz load scale clean
 
 help:
 	@echo "make run     start the whole service locally (port 8080; its own Postgres unless DATABASE_URL is set)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench   benchmarks with their baselines and a report"
 	@echo "make fuzz    each fuzz target for FUZZTIME (default 30s)"
 	@echo "make load    a bounded load run against a local dev server"
+	@echo "make scale   issue 41's ratios at 10k/1M/5M rows, with EXPLAIN (not in make test)"
 
 # run: the dev server, built into bin/ and exec'd, not go run: go run
 # exits 1 when Ctrl-C reaches it, whatever the server's own exit, and make
@@ -194,6 +195,14 @@ fuzz:
 # internal/tools/loadgen); LOADFLAGS passes its flags, e.g. LOADFLAGS='-workspaces 16'.
 load:
 	$(GO) run ./internal/tools/loadgen $(LOADFLAGS)
+
+# scale: issue 41's measurements at 10k, 1M and 5M rows on a throwaway
+# Postgres of its own, each ratio against its goal with EXPLAIN (ANALYZE,
+# BUFFERS) of every statement on the paths (see internal/tools/scale; about
+# 10 minutes on two cores); not in make test. SCALEFLAGS passes its flags,
+# e.g. SCALEFLAGS='-sizes 10k,100k -sweep-small 10k -sweep-large 100k'.
+scale:
+	$(GO) run ./internal/tools/scale $(SCALEFLAGS)
 
 clean:
 	rm -rf bin .aws-sam

@@ -300,6 +300,7 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		RequestTimeout:          cfg.RequestTimeout,
 
 		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
+		ActivityRetention:         cfg.ActivityRetention,
 	}
 }
 

@@ -66,6 +66,11 @@ type Config struct {
 
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
+	// ActivityRetention (ACTIVITY_RETENTION) is how long the sweep keeps
+	// the activity_logs rows this service wrote, on a standalone database
+	// (where the table is ours); 0 keeps them. On the platform's database
+	// the table is the platform's and the sweep never touches it.
+	ActivityRetention time.Duration
 	// RequestTimeout (REQUEST_TIMEOUT) bounds a request's calls to
 	// Postgres and S3; a commit of presigned uploads gets more, for the
 	// bytes it copies (pendinguploads.CommitTimeout).
@@ -162,6 +167,10 @@ const (
 	DefaultWorkspaceMaxPendingBytes = 5 << 30
 	DefaultWorkspaceMaxPendingFiles = 10_000
 	DefaultAckRetention             = time.Hour
+	// DefaultActivityRetention is ACTIVITY_RETENTION's default, 30 days:
+	// a month of receipts for an operator to read back, about 520 bytes a
+	// file (issue 41).
+	DefaultActivityRetention = 30 * 24 * time.Hour
 	// DefaultRequestTimeout is REQUEST_TIMEOUT's default: with the 2 s of
 	// cleanup after a failure, a 503 within API.md's 15 s.
 	DefaultRequestTimeout = 10 * time.Second
@@ -322,7 +331,7 @@ func boolVar(getenv func(string) string, name string) (bool, error) {
 	return b, nil
 }
 
-// readDurations reads UPLOAD_TTL, ACK_RETENTION and REQUEST_TIMEOUT, and
+// readDurations reads UPLOAD_TTL, ACK_RETENTION, ACTIVITY_RETENTION and REQUEST_TIMEOUT, and
 // holds the first two's sum under the bucket's backstop rule when there
 // is a bucket.
 func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
@@ -340,6 +349,11 @@ func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
 	c.AckRetention, err = durationVar(getenv, "ACK_RETENTION", DefaultAckRetention)
 	errs.add(err)
 	c.AckRetention = max(c.AckRetention, 0)
+	c.ActivityRetention, err = durationVar(getenv, "ACTIVITY_RETENTION", DefaultActivityRetention)
+	errs.add(err)
+	if err == nil && c.ActivityRetention < 0 {
+		errs.add(fmt.Errorf("ACTIVITY_RETENTION: want 0 (keep) or more, got %s", c.ActivityRetention))
+	}
 	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
 		errs.add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
 			maxRowLife, c.UploadTTL, c.AckRetention))

@@ -65,6 +65,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"DATABASE_QUERY_MODE":          {"DATABASE_QUERY_MODE": "simple_protocol"},
 		"REQUEST_TIMEOUT":              {"REQUEST_TIMEOUT": "10"},
 		"METRICS":                      {"METRICS": "pending_uploads_backlog_oldest_age_seconds,cpu"},
+		"ACTIVITY_RETENTION":           {"ACTIVITY_RETENTION": "-1h"},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -74,6 +75,15 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ActivityRetention", func(t *testing.T) {
+		if c := config.Defaults(); c.ActivityRetention != 30*24*time.Hour {
+			t.Errorf("default: got %v, want 720h", c.ActivityRetention)
+		}
+		c, err := config.Load(env(map[string]string{"ACTIVITY_RETENTION": "0"}), 0)
+		if err != nil || c.ActivityRetention != 0 {
+			t.Errorf("0: got %v, %v; want 0 (keep)", c.ActivityRetention, err)
+		}
+	})
 	t.Run("ZeroFileCap", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{"MAX_FILE_BYTES": "0"}), 0)
 		if err == nil || !strings.Contains(err.Error(), "MAX_FILE_BYTES") {

@@ -29,6 +29,11 @@ const (
 	// each sweep: how near the quota the nearest workspace is.
 	WorkspaceMaxPendingBytes = "pending_uploads_workspace_max_pending_bytes"
 	WorkspaceMaxPendingFiles = "pending_uploads_workspace_max_pending_files"
+	// SweepUnfinished is 1 for a sweep that stopped before it had
+	// deleted every eligible row (its deadline near, or its batches
+	// spent), 0 for one that finished: the next run resumes where it
+	// stopped.
+	SweepUnfinished = "pending_uploads_sweep_unfinished"
 	// BacklogFiles is the number of files waiting (neither acked nor
 	// expired), measured by each sweep.
 	BacklogFiles = "pending_uploads_backlog_files"

@@ -20,6 +20,9 @@ var scheduleOnly = map[string]string{
 	"sweepRows":           "deletes acked or expired rows",
 	"sweepRowsAndObjects": "deletes acked or expired rows and their objects",
 	"sweepPresigned":      "deletes expired presigned uploads",
+	"deleteBatch":         "sweepRows's batch: acked or expired rows after the pass's cursor",
+	"selectBatch":         "sweepRowsAndObjects's batch: acked or expired rows after the pass's cursor",
+	"deleteByID":          "sweepRowsAndObjects's delete of a batch's rows whose objects are gone",
 	"Backlog":             "counts what waits, for the sweep's metrics",
 	"ExpireBucketFiles":   "expires the files of a dev server's earlier local bucket",
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -31,6 +33,7 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 		FROM generate_series(1, 20000) g`)
 	mustExec(t, pool, `ANALYZE pending_uploads`)
 	ws := uuid.MustParse("00000000-0000-0000-0000-000000000001")
+	sweepArgs := []any{int64(3600_000_000), 1000, time.Now().Add(-3 * time.Hour), uuid.Nil}
 	cases := []struct {
 		name, index, sql string
 		args             []any
@@ -41,10 +44,21 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 		{"ListAfterCursor", "idx_pending_uploads_workspace_page",
 			`SELECT file_id FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND (created_at, file_id) > (now() - interval '1 hour', $2::uuid) ORDER BY created_at, file_id LIMIT 51`,
 			[]any{ws, uuid.Nil}},
-		{"SweepAcked", "idx_pending_uploads_acked",
-			`SELECT file_id FROM pending_uploads WHERE acked_at IS NOT NULL AND acked_at < now() - 3600000000::bigint * interval '1 microsecond' LIMIT 1000`, nil},
-		{"SweepExpired", "idx_pending_uploads_expires",
-			`SELECT file_id FROM pending_uploads WHERE acked_at IS NULL AND expires_at < now() LIMIT 1000`, nil},
+		// The sweep's batches, as sent: each a range scan of its index
+		// that starts at the cursor (Index Cond key >= $3), so a batch
+		// never reads what the batches before it deleted.
+		{"SweepAckedBatch", "idx_pending_uploads_acked", pendinguploads.SweepBatchSQL("acked", false), sweepArgs},
+		{"SweepAckedBatchBucket", "idx_pending_uploads_acked", pendinguploads.SweepBatchSQL("acked", true), sweepArgs},
+		{"SweepExpiredBatch", "idx_pending_uploads_expires", pendinguploads.SweepBatchSQL("expired", false), sweepArgs},
+		{"SweepExpiredBatchBucket", "idx_pending_uploads_expires", pendinguploads.SweepBatchSQL("expired", true), sweepArgs},
+	}
+	// With a bucket, each batch's rows go by primary key alone: a bitmap
+	// of the pass's index would read the whole backlog in every batch.
+	for _, kind := range []string{"acked", "expired"} {
+		cases = append(cases, struct {
+			name, index, sql string
+			args             []any
+		}{"SweepDeleteByID/" + kind, "pending_uploads_pkey", pendinguploads.SweepDeleteByIDSQL(kind), []any{int64(0), []uuid.UUID{uuid.New(), uuid.New()}}})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,8 +78,16 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := strings.Join(plan, "\n")
-			if !strings.Contains(p, c.index) || strings.Contains(p, "Seq Scan") {
+			if !strings.Contains(p, c.index) || strings.Contains(p, "Seq Scan on pending_uploads") {
 				t.Fatalf("plan does not use %s:\n%s", c.index, p)
+			}
+			if strings.HasPrefix(c.name, "SweepDeleteByID") && regexp.MustCompile(`idx_pending_uploads_(acked|expires)`).MatchString(p) {
+				t.Fatalf("the delete reads the pass's index:\n%s", p)
+			}
+			if strings.HasPrefix(c.name, "SweepBatch") || strings.HasPrefix(c.name, "SweepAcked") || strings.HasPrefix(c.name, "SweepExpired") {
+				if !regexp.MustCompile(`Index Cond: .*_at >= `).MatchString(p) {
+					t.Fatalf("the batch's index scan does not start at its cursor:\n%s", p)
+				}
 			}
 		})
 	}

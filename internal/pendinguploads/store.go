@@ -72,6 +72,12 @@ type Settings struct {
 	// platform's legacy rule. Default false: such a token is refused
 	// (auth.ErrUnanchored). Each use is logged and counted either way.
 	AcceptUnanchoredOrgTokens bool
+	// ActivityRetention is how long the sweep keeps the activity_logs
+	// rows this service wrote, when the table is ours (a standalone
+	// database: migrations created it); 0 keeps them
+	// (ACTIVITY_RETENTION). On the platform's database the sweep never
+	// touches the table.
+	ActivityRetention time.Duration
 }
 
 // Store is the pending_uploads table, and the bucket of large files when
@@ -91,6 +97,10 @@ type Store struct {
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
 	Logger *slog.Logger
+	// MaxSweepBatches bounds the batches of each pass of one Sweep
+	// (0: 10,000); a pass cut there leaves the rest to the next sweep
+	// (SweepResult.Unfinished).
+	MaxSweepBatches int
 	// Notifier, when set, hears of the files each Stage or Commit stored,
 	// after its transaction committed (push.Hints; nil: none).
 	Notifier Notifier
