@@ -27,9 +27,11 @@ var translatedShapes = map[string]map[string]string{
 	// An existing network and database (docs/deploy.md).
 	"BesideThePlatform": besideThePlatform,
 	// The stack's own database behind an RDS Proxy, with push on, in the
-	// zones given (where IoT Core's data endpoint is).
+	// zones given (where IoT Core's data endpoint is), and every alarm,
+	// the dashboard and every metric (Monitoring=full): each resource type
+	// the template can create is in one shape or another.
 	"PushAndProxy": {"EnableDatabaseProxy": "true", "PushEndpoint": "a1b2c3d4e5f6g7-ats.iot.us-east-1.amazonaws.com",
-		"AvailabilityZoneA": givenZones[0], "AvailabilityZoneB": givenZones[1]},
+		"AvailabilityZoneA": givenZones[0], "AvailabilityZoneB": givenZones[1], "Monitoring": "full"},
 }
 
 // translation is the SAM transform's output for every shape, made once

@@ -48,7 +48,7 @@ const (
 var Names = []string{
 	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
 	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
-	UnanchoredOrgToken,
+	UnanchoredOrgToken, SweepUnfinished,
 }
 
 // Outcome is the dimension of Swept that says why rows went, and of
