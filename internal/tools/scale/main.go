@@ -296,7 +296,9 @@ func newTarget(ctx context.Context, serverURL string, n int, admin string, out i
 	fmt.Fprintf(out, "seeded %s: %d rows in %s\n", name, total, time.Since(t0).Round(time.Millisecond))
 
 	t := &target{size: n, url: cfgURL, timer: &dbTimer{}, samples: map[string][]sample{}}
-	env := map[string]string{"DATABASE_URL": cfgURL, "ADMIN_TOKEN": admin}
+	// The seeded workspaces have no tokens: the admin stages for them, as
+	// on the platform's database (ACCEPT_UNKNOWN_WORKSPACES).
+	env := map[string]string{"DATABASE_URL": cfgURL, "ADMIN_TOKEN": admin, "ACCEPT_UNKNOWN_WORKSPACES": "true"}
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedDatabase|config.NeedAdminToken)
 	if err != nil {
 		return nil, err
