@@ -576,10 +576,16 @@ func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record
 	s.Notifier.Notify(ctx, workspaceID, ids)
 }
 
-// Waiting for a workspace's lock (Settings.LockWait, Settings.LockTries).
+// Waiting for a workspace's lock (Settings.LockWait, Settings.LockTries):
+// a try waits at most DefaultLockWait holding its connection, then pauses
+// 5 to 15 times that holding none, so that callers waiting on a busy
+// workspace hold the pool's connections for a small part of their wait
+// (a try of 100 ms held them half the time, and 50 uploads into one
+// workspace starved every other workspace of connections: make scale's
+// fairness). 60 tries: about 3 s in all.
 const (
-	DefaultLockWait  = 100 * time.Millisecond
-	DefaultLockTries = 20
+	DefaultLockWait  = 5 * time.Millisecond
+	DefaultLockTries = 60
 )
 
 func (s *Store) lockWait() time.Duration {
@@ -592,7 +598,7 @@ func (s *Store) lockWait() time.Duration {
 // tryLocked runs send, a round trip that takes a workspace's lock with a
 // bounded wait (quota.queue), up to lockTries times while it fails for
 // the wait (SQLSTATE 55P03, lock_not_available: nothing was stored),
-// pausing between tries a random time up to lockWait without a
+// pausing between tries a random 5 to 15 times lockWait without a
 // connection. It returns ErrWorkspaceBusy after the last, or when ctx
 // ends during a pause.
 func (s *Store) tryLocked(ctx context.Context, send func() error) error {
@@ -608,7 +614,7 @@ func (s *Store) tryLocked(ctx context.Context, send func() error) error {
 		if try >= tries {
 			return fmt.Errorf("stage: %w (%d tries of %v): %w", ErrWorkspaceBusy, tries, s.lockWait(), err)
 		}
-		pause := time.NewTimer(rand.N(s.lockWait()) + time.Millisecond)
+		pause := time.NewTimer(s.lockWait() * time.Duration(5+rand.N(11)))
 		select {
 		case <-ctx.Done():
 			pause.Stop()

@@ -49,9 +49,9 @@ type Settings struct {
 	// LockWait and LockTries bound the wait of Stage and Commit for their
 	// workspace's turn under a quota (another call of the workspace
 	// counting and storing): each try waits at most LockWait holding a
-	// connection, the next comes after a pause of up to LockWait holding
-	// none, and after LockTries tries the call is ErrWorkspaceBusy
-	// (defaults DefaultLockWait, DefaultLockTries).
+	// connection, the next comes after a pause of 5 to 15 times LockWait
+	// holding none, and after LockTries tries the call is
+	// ErrWorkspaceBusy (defaults DefaultLockWait, DefaultLockTries).
 	LockWait  time.Duration
 	LockTries int
 	// RefuseUnknownWorkspaces makes Stage and Commit refuse, with
