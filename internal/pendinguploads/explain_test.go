@@ -224,14 +224,16 @@ func TestExpiredRowsAreNotRead(t *testing.T) {
 		byIndex := false
 		plan.walk(func(n planNode) {
 			switch n.NodeType {
-			case "Index Only Scan", "Bitmap Index Scan":
+			case "Index Only Scan", "Bitmap Index Scan", "Index Scan":
 				// The planner may take the index's range through a
 				// bitmap (its row estimate for expires_at > now() is
 				// coarse): the table is then read only for the rows in
 				// the range, and the check below holds it to that.
-				if n.IndexName == index && scan(n) {
+				if regexp.MustCompile(`^(`+index+`)$`).MatchString(n.IndexName) && scan(n) {
 					byIndex = true
 				}
+			}
+			switch n.NodeType {
 			case "Seq Scan", "Index Scan", "Bitmap Heap Scan":
 				// A table read: only of rows kept.
 				if n.RowsRemoved > 0 || n.RowsRemovedBulk > 0 {
@@ -266,8 +268,10 @@ func TestExpiredRowsAreNotRead(t *testing.T) {
 		}
 		// The count is the workspace's running total less its expired
 		// rows the sweep has not reached: its scan finds the 2,000
-		// expired rows, and none of the live ones (however many wait).
-		check(t, capture.last(t, "INSERT INTO pending_uploads"), "idx_pending_uploads_workspace_pending",
+		// expired rows, and none of the live ones (however many wait),
+		// from the workspace's index or the sweep's (idx_pending_uploads_expires:
+		// the planner's choice when few rows are expired at all).
+		check(t, capture.last(t, "INSERT INTO pending_uploads"), "idx_pending_uploads_workspace_pending|idx_pending_uploads_expires",
 			func(n planNode) bool { return n.ActualRows == 2000 })
 	})
 }

@@ -291,17 +291,21 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 // So the quota reads one row of the totals and what the sweep has not yet
 // reached, however much waits; never below 0 (a total that drifted:
 // docs/operating.md). Each is a scalar subquery, read where callerMayAct
-// holds. The expired range is written as a row comparison, which only
-// that index (workspace_id, expires_at) answers: a bare expires_at <=
-// now() lets the planner walk idx_pending_uploads_expires, every
-// workspace's expired rows.
+// holds. The expired rows are a range of either index that holds them:
+// idx_pending_uploads_workspace_pending (this workspace's), or, when the
+// planner finds few rows expired at all, idx_pending_uploads_expires
+// (every workspace's not yet swept): either way what the sweep has not
+// yet reached, never what waits. (A row comparison (workspace_id,
+// expires_at) <= (@workspace, now()) would pin the first index, but a
+// B-tree ends such a scan only at the workspace's last entry: every
+// pending row read again.)
 const (
 	pendingFiles = `greatest(coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
 		    - (SELECT count(*) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND (workspace_id, expires_at) <= (@workspace::uuid, now())), 0)`
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)`
 	pendingBytes = `greatest(coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
 		    - (SELECT coalesce(sum(size_bytes), 0) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND (workspace_id, expires_at) <= (@workspace::uuid, now())), 0)::bigint`
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)::bigint`
 )
 
 // pendingCount is the early check's count (quota.queue without the

@@ -3,6 +3,7 @@ package pendinguploads_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -293,4 +294,124 @@ func countWhere(t *testing.T, pool *pgxpool.Pool, from string, args ...any) int 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// explainNode is a node of EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)'s plan.
+type explainNode struct {
+	NodeType   string        `json:"Node Type"`
+	Relation   string        `json:"Relation Name"`
+	ActualRows float64       `json:"Actual Rows"`
+	Loops      float64       `json:"Actual Loops"`
+	SharedHit  float64       `json:"Shared Hit Blocks"`
+	SharedRead float64       `json:"Shared Read Blocks"`
+	Plans      []explainNode `json:"Plans"`
+}
+
+// scannedRows is how many rows of pending_uploads the plan's scans
+// returned, every loop.
+func (n explainNode) scannedRows() float64 {
+	rows := 0.0
+	if n.Relation == "pending_uploads" && n.NodeType != "ModifyTable" {
+		rows += n.ActualRows * max(n.Loops, 1)
+	}
+	for _, c := range n.Plans {
+		rows += c.scannedRows()
+	}
+	return rows
+}
+
+// explainBuffers runs st under EXPLAIN (ANALYZE, BUFFERS), in a
+// transaction it rolls back, and returns its plan and text.
+func explainBuffers(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (explainNode, string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) "+st.sql, st.args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan explainNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's output: %v\n%s", err, out)
+	}
+	return plans[0].Plan, string(out)
+}
+
+// TestQuotaCostIsFlat: the statement that stores reads the same rows of
+// pending_uploads, and about the same buffers, whether its workspace has
+// 10 files pending or 2,000, for a file stored and for one the quota
+// refuses: the quota reads the workspace's running total, not its rows.
+// Counts of rows and buffers from EXPLAIN (ANALYZE, BUFFERS), never times.
+func TestQuotaCostIsFlat(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := &batchCapture{}
+	cfg.ConnConfig.Tracer = capture
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	settings := apptest.StoreSettings()
+	settings.MaxPendingFiles = 10_000
+	settings.MaxPendingBytes = 100_000
+	s := pendinguploads.New(pool, nil, settings)
+	ctx := context.Background()
+	small, large := uuid.New(), uuid.New()
+	for ws, n := range map[uuid.UUID]int{small: 10, large: 2000} {
+		mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+			SELECT $1, 'x', 1, 'pending', now() - interval '1 hour' + g * interval '1 ms', now() + interval '1 day' + g * interval '1 ms'
+			FROM generate_series(1, $2::int) g`, ws, n)
+	}
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+		SELECT gen_random_uuid(), 'x', 1, 'other', now() - interval '1 hour', now() + interval '1 day'
+		FROM generate_series(1, 5000) g`)
+	if _, err := s.RecountAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, pool, `VACUUM ANALYZE pending_uploads`)
+	mustExec(t, pool, `VACUUM ANALYZE pending_upload_totals`)
+
+	measure := func(t *testing.T, ws uuid.UUID, size int, refused bool) (explainNode, string) {
+		t.Helper()
+		rec, err := stageOne(ctx, s, ws, bytes.Repeat([]byte("y"), size), "f", "")
+		if isQuota(err) != refused || (!refused && err != nil) {
+			t.Fatalf("stage of %d bytes: %v, want refused %v", size, err, refused)
+		}
+		st := capture.last(t, "INSERT INTO pending_uploads")
+		// Explained again as a new file (its first run stored this one).
+		st.args = append([]any{}, st.args...)
+		for i, a := range st.args {
+			if a == any(rec.FileID.String()) && !refused {
+				st.args[i] = uuid.NewString()
+			}
+		}
+		return explainBuffers(t, pool, st)
+	}
+	for _, c := range []struct {
+		name    string
+		size    int
+		refused bool
+	}{{"Stored", 1, false}, {"Refused", 99_995, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			p10, text10 := measure(t, small, c.size, c.refused)
+			p2k, text2k := measure(t, large, c.size, c.refused)
+			rows10, rows2k := p10.scannedRows(), p2k.scannedRows()
+			buf10, buf2k := p10.SharedHit+p10.SharedRead, p2k.SharedHit+p2k.SharedRead
+			t.Logf("rows of pending_uploads read: %v at 10 pending, %v at 2,000; buffers %v, %v", rows10, rows2k, buf10, buf2k)
+			// The index of 2,000 more rows may be a level deeper: a
+			// buffer or two a descent, never one a row.
+			if rows2k != rows10 || buf2k > buf10+4 {
+				t.Errorf("the quota's cost grows with what waits:\n10 pending:\n%s\n2,000 pending:\n%s", text10, text2k)
+			}
+		})
+	}
 }
