@@ -417,7 +417,7 @@ Recount the running total of pending files and bytes that the upload quota
 reads (pending_upload_totals) from the rows themselves: for one workspace,
 or for every workspace with pending files or a total. Run it after a
 deploy that adds the totals (docs/deploy.md), and whenever something other
-than this service writes, acks or deletes pending_uploads rows (on the
+than this service writes, acks or deletes the rows of pending files (on the
 platform's database, the platform's own code): the total then drifts
 (docs/operating.md). Safe while the service runs: each workspace is
 recounted in a transaction of its own, under its total's row lock.

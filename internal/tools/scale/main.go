@@ -417,6 +417,15 @@ func bulk(ctx context.Context, pool *pgxpool.Pool, insert func(*pgxpool.Conn) er
 	if err := insert(c); err != nil {
 		return err
 	}
+	// The rows were written by hand: their workspaces' running totals
+	// (pending_upload_totals, which the quota reads) recounted, as
+	// pendingctl recount --all would.
+	if _, err := c.Exec(ctx, `
+		INSERT INTO pending_upload_totals (workspace_id, files, bytes)
+		SELECT workspace_id, count(*), sum(size_bytes) FROM pending_uploads WHERE acked_at IS NULL GROUP BY 1
+		ON CONFLICT (workspace_id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes`); err != nil {
+		return err
+	}
 	if _, err := c.Exec(ctx, `ALTER TABLE pending_uploads ADD PRIMARY KEY (file_id)`); err != nil {
 		return err
 	}
