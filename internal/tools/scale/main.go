@@ -296,7 +296,10 @@ func newTarget(ctx context.Context, serverURL string, n int, admin string, out i
 	fmt.Fprintf(out, "seeded %s: %d rows in %s\n", name, total, time.Since(t0).Round(time.Millisecond))
 
 	t := &target{size: n, url: cfgURL, timer: &dbTimer{}, samples: map[string][]sample{}}
-	env := map[string]string{"DATABASE_URL": cfgURL, "ADMIN_TOKEN": admin}
+	// The seeded workspaces have no tokens: accepted as the service
+	// accepts them with ACCEPT_UNKNOWN_WORKSPACES (else every upload is
+	// 404 workspace not found since unknown workspaces are refused).
+	env := map[string]string{"DATABASE_URL": cfgURL, "ADMIN_TOKEN": admin, "ACCEPT_UNKNOWN_WORKSPACES": "true"}
 	cfg, err := config.Load(func(k string) string { return env[k] }, config.NeedDatabase|config.NeedAdminToken)
 	if err != nil {
 		return nil, err
