@@ -410,3 +410,80 @@ func runSweep(ctx context.Context, e env, args []string) error {
 	}
 	return err
 }
+
+const recountUsage = `Usage: pendingctl recount (--workspace W | --all) [flags]
+
+Recount the running total of pending files and bytes that the upload quota
+reads (pending_upload_totals) from the rows themselves: for one workspace,
+or for every workspace with pending files or a total. Run it after a
+deploy that adds the totals (docs/deploy.md), and whenever something other
+than this service writes, acks or deletes the rows of pending files (on the
+platform's database, the platform's own code): the total then drifts
+(docs/operating.md). Safe while the service runs: each workspace is
+recounted in a transaction of its own, under its total's row lock.
+
+Flags:
+  --workspace W      the workspace (default: $PENDINGUPLOADS_WORKSPACE)
+  --all              every workspace, one at a time
+  --json             print {"workspaces":n,"repaired":m} ("unfinished":true when cut short)
+  --timeout D        give up after D (default 5m); a new run starts over
+
+` + dbEnvUsage + `
+Exit codes: 0 done, 1 failure, 2 usage error.
+`
+
+func runRecount(ctx context.Context, e env, args []string) error {
+	fs := newFlags("recount")
+	wsFlag := fs.String("workspace", "", "")
+	all := fs.Bool("all", false, "")
+	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 5*time.Minute, "")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	var ws uuid.UUID
+	if *all && *wsFlag != "" {
+		return usagef("--workspace and --all exclude each other")
+	}
+	if !*all {
+		if ws, err = parseWorkspace(*wsFlag, e); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	a, err := openApp(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if *all {
+		res, err := a.Store.RecountAll(ctx)
+		if *asJSON {
+			if werr := writeJSON(e.stdout, res); werr != nil && err == nil {
+				err = werr
+			}
+		} else {
+			fmt.Fprintf(e.stdout, "recounted %d workspaces, %d totals repaired", res.Workspaces, res.Repaired)
+			if res.Unfinished {
+				fmt.Fprint(e.stdout, " (cut short by --timeout: run again)")
+			}
+			fmt.Fprintln(e.stdout)
+		}
+		return err
+	}
+	was, now, err := a.Store.Recount(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, map[string]any{"workspace": ws, "was": was, "now": now})
+	}
+	fmt.Fprintf(e.stdout, "workspace %s: %d files, %d bytes pending (the total said %d files, %d bytes)\n",
+		ws, now.Files, now.Bytes, was.Files, was.Bytes)
+	return nil
+}

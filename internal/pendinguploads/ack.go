@@ -55,7 +55,14 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		    FROM target t
 		    WHERE p.file_id = t.file_id AND t.acked_at IS NULL AND p.acked_at IS NULL AND p.expires_at > now()
 		      AND p.workspace_id = @workspace AND `+a.callerMayAct+`
-		    RETURNING p.file_id
+		    RETURNING p.file_id, p.size_bytes
+		), total AS (
+		    -- An acked file waits no more: it leaves the workspace's running
+		    -- total in the statement that acks it, once (only a row this
+		    -- statement took from unacked to acked).
+		    UPDATE pending_upload_totals s SET files = s.files - d.files, bytes = s.bytes - d.bytes
+		    FROM (SELECT count(*) AS files, coalesce(sum(size_bytes), 0)::bigint AS bytes FROM upd) d
+		    WHERE s.workspace_id = @workspace AND d.files > 0 AND `+a.callerMayAct+`
 		)
 		SELECT t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
 		pgx.StrictNamedArgs{"file_id": fileID}).Query(func(rows pgx.Rows) error {

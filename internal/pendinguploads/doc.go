@@ -49,7 +49,8 @@
 // copies and claim, and the presigned upload's type and staging key),
 // multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,
 // Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
-// (Sweep, and the objects of rows that never committed), backlog.go
+// (Sweep, and the objects of rows that never committed), totals.go (the
+// quota's running totals: what keeps them, Recount), backlog.go
 // (Backlog: the sweep's metrics), notify.go (the Notifier told of files
 // once stored: push's hints), helpers.go (small pure helpers),
 // errors.go (the errors, and which of them mean a dependency is

@@ -276,23 +276,41 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 		return // the statement that stores counts (queueInsert's pending)
 	}
-	b.Queue(`SELECT ` + pendingCount + ` AND ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT ` + pendingCount + ` WHERE ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
 }
 
-// pendingCount is the count and size of what waits in @workspace:
-// unacked, unexpired rows, ours and any the platform's server wrote. It
-// is answered from idx_pending_uploads_workspace_pending alone (an Index
-// Only Scan over the workspace's range expires_at > now(); the index
-// carries size_bytes): no table page is read, and a row past expires_at
-// that the sweep has not reached is outside the range. Its cost still
-// grows with what waits, by one index entry a row (about 60 pages of
-// index at 10,000 pending, against one table page a row before);
-// docs/how-it-works.md says why not a running total.
-const pendingCount = `count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
-		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()`
+// pendingFiles and pendingBytes are the count and size of what waits in
+// @workspace: unacked, unexpired rows. Each is the workspace's running
+// total (pending_upload_totals: every unacked row not yet swept, kept by
+// the statements that stage, ack and sweep) less its rows past expires_at
+// that the sweep has not yet deleted, counted from
+// idx_pending_uploads_workspace_pending (the range expires_at <= now()).
+// So the quota reads one row of the totals and what the sweep has not yet
+// reached, however much waits; never below 0 (a total that drifted:
+// docs/operating.md). Each is a scalar subquery, read where callerMayAct
+// holds. The expired rows are a range of either index that holds them:
+// idx_pending_uploads_workspace_pending (this workspace's), or, when the
+// planner finds few rows expired at all, idx_pending_uploads_expires
+// (every workspace's not yet swept): either way what the sweep has not
+// yet reached, never what waits. (A row comparison (workspace_id,
+// expires_at) <= (@workspace, now()) would pin the first index, but a
+// B-tree ends such a scan only at the workspace's last entry: every
+// pending row read again.)
+const (
+	pendingFiles = `greatest(coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+		    - (SELECT count(*) FROM pending_uploads
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)`
+	pendingBytes = `greatest(coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+		    - (SELECT coalesce(sum(size_bytes), 0) FROM pending_uploads
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)::bigint`
+)
+
+// pendingCount is the early check's count (quota.queue without the
+// lock): one row, (0, 0) for a caller not allowed.
+const pendingCount = `coalesce(max(` + pendingFiles + `), 0)::bigint, coalesce(max(` + pendingBytes + `), 0)::bigint`
 
 // fitsPending is quotaFits over the count of the statement that stores
 // (queueInsert's pending).
@@ -301,13 +319,12 @@ const fitsPending = `(@quota_off::boolean OR (SELECT files + @quota_files::bigin
 
 // quotaFits is the condition, named where a statement that stores
 // uses it, that what a call adds fits the workspace's quota, counted in
-// the statement's own snapshot (pendingCount): over @quota_off (no quota:
-// the count is skipped), @quota_files, @quota_bytes (what the call adds),
-// @quota_max_files, @quota_max_bytes and @workspace (quota.args binds
-// them).
-const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + @quota_files::bigint <= @quota_max_files::bigint
-		    AND coalesce(sum(size_bytes), 0) + @quota_bytes::bigint <= @quota_max_bytes::bigint
-		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()))`
+// the statement's own snapshot (pendingFiles, pendingBytes): over
+// @quota_off (no quota: the count is skipped), @quota_files, @quota_bytes
+// (what the call adds), @quota_max_files, @quota_max_bytes and @workspace
+// (quota.args binds them).
+const quotaFits = `(@quota_off::boolean OR (` + pendingFiles + ` + @quota_files::bigint <= @quota_max_files::bigint
+		    AND ` + pendingBytes + ` + @quota_bytes::bigint <= @quota_max_bytes::bigint))`
 
 // args adds to named the arguments quotaFits names (a nil quota: off),
 // and returns named.
@@ -373,17 +390,14 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseU
 		ins.recs[r.FileID] = r
 	}
 	b.Queue(`
-		-- pending: what waits in @workspace (pendingCount), counted once, in
-		-- this statement's snapshot: fitsPending decides on it, and the
+		-- pending: what waits in @workspace (pendingCount: its running
+		-- total less its expired rows not yet swept), counted once, in this
+		-- statement's snapshot: fitsPending decides on it, and the
 		-- statement returns it for the refusal; nothing is counted without
-		-- a quota. callerMayAct in a scalar subquery, which Postgres runs
-		-- once for the statement (an InitPlan): bare, volatile as it is (it
-		-- keeps its verdict with set_config), it would be evaluated for
-		-- every row counted.
-		WITH pending AS MATERIALIZED (
-		    SELECT count(*) AS files, coalesce(sum(size_bytes), 0)::bigint AS bytes FROM pending_uploads
-		    WHERE NOT @quota_off::boolean AND workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
-		      AND (SELECT `+callerMayAct+`)
+		-- a quota, nor for a caller not allowed ((0, 0)).
+		WITH pending(files, bytes) AS MATERIALIZED (
+		    SELECT `+pendingCount+`
+		    WHERE NOT @quota_off::boolean AND (SELECT `+callerMayAct+`)
 		), ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
@@ -400,6 +414,12 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseU
 		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
 		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
 		    FROM ins
+		), total AS (
+		    -- The workspace's running total, in the statement that stores:
+		    -- its rows and their count commit together, or neither does.
+		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes)
+		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0) FROM ins HAVING count(*) > 0
+		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes
 		)
 		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
 		FROM pending LEFT JOIN ins ON true`, named,

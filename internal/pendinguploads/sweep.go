@@ -243,8 +243,9 @@ func (k sweepKind) deleteBatch() string {
 		    ORDER BY ` + k.key + `, file_id
 		    LIMIT $2 FOR UPDATE SKIP LOCKED
 		), gone AS (
-		    DELETE FROM pending_uploads WHERE file_id = ANY (ARRAY(SELECT file_id FROM batch)) RETURNING file_id
-		)
+		    DELETE FROM pending_uploads WHERE file_id = ANY (ARRAY(SELECT file_id FROM batch))
+		    RETURNING file_id, workspace_id, size_bytes, acked_at
+		), ` + sweptFromTotals + `
 		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), k, file_id
 		FROM batch ORDER BY k DESC, file_id DESC LIMIT 1`
 }
@@ -264,8 +265,24 @@ func (k sweepKind) selectBatch() string {
 // bitmap of the pass's index, which would read every eligible row left,
 // the whole backlog, in each batch).
 func (k sweepKind) deleteByID() string {
-	return `DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND (` + k.where + `) IS TRUE`
+	return `
+		WITH gone AS (
+		    DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND (` + k.where + `) IS TRUE
+		    RETURNING file_id, workspace_id, size_bytes, acked_at
+		), ` + sweptFromTotals + `
+		SELECT count(*) FROM gone`
 }
+
+// sweptFromTotals is the CTE, beside a sweep's gone (the rows it
+// deleted), that takes the unacked ones out of their workspaces' running
+// totals (pending_upload_totals) in the statement that deletes them; an
+// acked row left its total when it was acked.
+const sweptFromTotals = `total AS (
+		    UPDATE pending_upload_totals t SET files = t.files - d.files, bytes = t.bytes - d.bytes
+		    FROM (SELECT workspace_id, count(*) AS files, sum(size_bytes)::bigint AS bytes
+		          FROM gone WHERE acked_at IS NULL GROUP BY workspace_id) d
+		    WHERE t.workspace_id = d.workspace_id
+		)`
 
 // sweepCursor is where a pass's next batch starts: after (key, id).
 type sweepCursor struct {
@@ -393,13 +410,13 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 	}
 	// The predicate again: eligibility only ever grows with time, but a
 	// row must never go unless it is eligible at the moment it goes.
-	tag, err := s.db.Exec(ctx, kind.deleteByID(), retentionMicros, uuidArray(ids))
-	if err != nil {
+	var gone int
+	if err := s.db.QueryRow(ctx, kind.deleteByID(), retentionMicros, uuidArray(ids)).Scan(&gone); err != nil {
 		return 0, read, err
 	}
 	// Counted, and reported: with a refusal the pass stops here and the
 	// sweep fails, so it shows in the metrics and the alarm.
-	return int(tag.RowsAffected()), read, refusedErr
+	return gone, read, refusedErr
 }
 
 // sweepPresigned deletes expired presigned uploads, in batches.

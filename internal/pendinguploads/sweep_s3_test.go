@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -60,6 +61,19 @@ func (f *faultyDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 	}
 	return f.Pool.Exec(ctx, sql, args...)
 }
+
+// QueryRow fails the row delete (a statement that also returns its
+// count) the same way.
+func (f *faultyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if strings.Contains(sql, "DELETE FROM pending_uploads WHERE file_id = ANY") && f.failRowDelete.Swap(false) {
+		return errRow{errors.New("injected: connection lost before the row delete")}
+	}
+	return f.Pool.QueryRow(ctx, sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // TestSweepHealsAfterS3Faults: a fault between the object delete and the
 // row delete, either way round, leaves nothing the next sweep does not

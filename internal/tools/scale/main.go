@@ -419,6 +419,15 @@ func bulk(ctx context.Context, pool *pgxpool.Pool, insert func(*pgxpool.Conn) er
 	if err := insert(c); err != nil {
 		return err
 	}
+	// The rows were written by hand: their workspaces' running totals
+	// (pending_upload_totals, which the quota reads) recounted, as
+	// pendingctl recount --all would.
+	if _, err := c.Exec(ctx, `
+		INSERT INTO pending_upload_totals (workspace_id, files, bytes)
+		SELECT workspace_id, count(*), sum(size_bytes) FROM pending_uploads WHERE acked_at IS NULL GROUP BY 1
+		ON CONFLICT (workspace_id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes`); err != nil {
+		return err
+	}
 	if _, err := c.Exec(ctx, `ALTER TABLE pending_uploads ADD PRIMARY KEY (file_id)`); err != nil {
 		return err
 	}
@@ -949,7 +958,28 @@ func (b *batchTimer) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 		b.activityExplained = true
 		b.explainOne(ctx, "activity retention batch (standalone database)", stmt{sql, args})
 	}
+	// A bucket batch's row delete (it returns its count): timed, or
+	// explained, as Exec's were.
+	if strings.Contains(sql, "DELETE FROM pending_uploads WHERE file_id = ANY") {
+		if b.explained {
+			b.explainOne(ctx, fmt.Sprintf("sweep batch %d (%s): its delete", b.n, b.pass), stmt{sql, args})
+			return b.Pool.QueryRow(ctx, sql, args...)
+		}
+		return timedRow{b.Pool.QueryRow(ctx, sql, args...), func() { b.times[b.pass] = append(b.times[b.pass], time.Since(b.start)) }}
+	}
 	return b.Pool.QueryRow(ctx, sql, args...)
+}
+
+// timedRow calls done once its row is read.
+type timedRow struct {
+	pgx.Row
+	done func()
+}
+
+func (r timedRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	r.done()
+	return err
 }
 
 func (b *batchTimer) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
