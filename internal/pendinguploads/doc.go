@@ -44,7 +44,8 @@
 // act: access, the round trip it sends, the bearer tokens' SQL, the
 // condition callerMayAct, Verify), stage.go (Stage, top to bottom: its
 // records and object keys, the quota beside the INSERT it guards, the
-// INSERT Commit shares, the objects' cleanup), presign.go (Presign: its rows, its
+// INSERT Commit shares, the objects' cleanup), turn.go (a workspace's
+// turn in the process: its calls wait in memory, holding no connection), presign.go (Presign: its rows, its
 // multipart uploads, its signed PUTs), commit.go (Commit: the look-ups,
 // copies and claim, and the presigned upload's type and staging key),
 // multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,

@@ -471,11 +471,22 @@ func deadlineOf(ctx context.Context) *time.Time {
 // with Retry-After).
 func (s *Store) finish(ctx context.Context, a *access, q *quota, recs []Record, build func(*pgx.Batch) *inserted) error {
 	var ins *inserted
-	err := s.tryLocked(ctx, func() error {
-		var b pgx.Batch
-		ins = build(&b)
-		return a.send(ctx, "stage", &b)
-	})
+	// Under a quota the workspace's calls take turns: first in this
+	// process, waiting in memory (turns: no connection held), then in the
+	// database (tryLocked), against other processes.
+	release := func() {}
+	var err error
+	if q != nil {
+		release, err = s.turns.take(ctx, a.ws, DefaultTurnWait)
+	}
+	if err == nil {
+		err = s.tryLocked(ctx, func() error {
+			var b pgx.Batch
+			ins = build(&b)
+			return a.send(ctx, "stage", &b)
+		})
+		release()
+	}
 	if err != nil {
 		// The batch was its own transaction: if its answer was lost it
 		// may have committed, and then the objects must stay; the sweep

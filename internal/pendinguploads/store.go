@@ -107,6 +107,9 @@ type Store struct {
 	// Metrics receives the store's EMF counters: the uses of unanchored
 	// org tokens (nil: none).
 	Metrics *metrics.Emitter
+	// turns orders, in this process, the calls that count and store for
+	// one workspace under a quota (turn.go).
+	turns turns
 }
 
 func (s *Store) logger() *slog.Logger {
