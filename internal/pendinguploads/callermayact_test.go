@@ -11,7 +11,7 @@ import (
 )
 
 // tableRef is a statement's reference to a workspace's files.
-var tableRef = regexp.MustCompile(`(?i)\b(FROM|INTO|UPDATE|JOIN)\s+(pending_uploads|presigned_uploads)\b`)
+var tableRef = regexp.MustCompile(`(?i)\b(FROM|INTO|UPDATE|JOIN)\s+(pending_uploads|presigned_uploads|scanned_uploads)\b`)
 
 // scheduleOnly are the functions whose statements act for the schedule
 // on every workspace, by age alone, never for a caller (the sweep and its
@@ -23,6 +23,11 @@ var scheduleOnly = map[string]string{
 	"sweepPresigned":      "deletes expired presigned uploads",
 	"Backlog":             "counts what waits, for the sweep's metrics",
 	"ExpireBucketFiles":   "expires the files of a dev server's earlier local bucket",
+	"decideDeliver":       "delivers the file a malware scan's result names by its object key: the scanner's event, no caller",
+	"decideRefuse":        "blocks or holds the file a malware scan's result names by its object key",
+	"DecideOverdue":       "applies the scan policy to files whose scan never answered, by age",
+	"HeldScans":           "lists the files held for an operator, on every workspace (pendingctl, the metric)",
+	"sweepScanned":        "deletes expired rows of files held back for a scan, and their objects",
 }
 
 // sqlMethods are the calls that send a statement, and which argument is

@@ -76,7 +76,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	var b pgx.Batch
 	q.queue(&b, a, true)
-	ins := queueInsert(ctx, &b, a.callerMayAct, s.TTL, recs, contents, nil, q)
+	ins := s.queueFiles(ctx, &b, a.callerMayAct, recs, contents, nil, q)
 	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
 		return nil, err
 	}
@@ -109,6 +109,9 @@ func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, 
 
 // inlineMax is the largest file kept in its row.
 func (s *Store) inlineMax() int64 {
+	if s.Scanned {
+		return 0 // the scanner reads objects: every file goes to the bucket
+	}
 	if s.bucket == nil {
 		return s.MaxFileBytes
 	}
@@ -233,8 +236,11 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 	}
 	b.Queue(`
-		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM pending_uploads
-		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND ` + a.callerMayAct,
+		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM (
+		    SELECT size_bytes FROM pending_uploads
+		    WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND ` + a.callerMayAct + `
+		    UNION ALL -- files under scan count (scan.go)
+		    SELECT size_bytes FROM scanned_uploads WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now()) w`,
 	).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
@@ -249,7 +255,8 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 // them).
 const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + @quota_files::bigint <= @quota_max_files::bigint
 		    AND coalesce(sum(size_bytes), 0) + @quota_bytes::bigint <= @quota_max_bytes::bigint
-		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()))`
+		FROM (SELECT size_bytes FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
+		      UNION ALL SELECT size_bytes FROM scanned_uploads WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now()) w))`
 
 // args adds to named the arguments quotaFits names (a nil quota: off),
 // and returns named.
@@ -376,7 +383,9 @@ func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *insert
 	}
 	switch ins.n {
 	case len(recs):
-		s.notify(ctx, a.ws, recs)
+		if !s.Scanned { // a scanned file is announced by its verdict (Decide)
+			s.notify(ctx, a.ws, recs)
+		}
 		return nil
 	case 0:
 		s.discard(ctx, recs)

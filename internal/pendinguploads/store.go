@@ -47,6 +47,11 @@ type Settings struct {
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
 	RequestTimeout time.Duration
+	// Scanned holds every new file back until a malware scan's verdict
+	// (MALWARE_SCAN; scan.go): its bytes all go to the bucket, small
+	// files too, and it waits in scanned_uploads until Decide delivers it.
+	// It needs a bucket.
+	Scanned bool
 }
 
 // Store is the pending_uploads table, and the bucket of large files when

@@ -48,7 +48,10 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	// objects go by the bucket's lifecycle rule.
 	_, errPresigned = s.sweepPresigned(ctx)
 	res.Orphans, errOrphans = s.sweepOrphans(ctx)
-	return res, errors.Join(errAcked, errExpired, errPresigned, errOrphans)
+	// Files held back for a scan and expired: counted with the expired.
+	scanned, errScanned := s.sweepScanned(ctx)
+	res.Expired += scanned
+	return res, errors.Join(errAcked, errExpired, errPresigned, errOrphans, errScanned)
 }
 
 // Orphan objects: what markOrphans marked.
