@@ -286,6 +286,7 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
 		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
 		RequestTimeout:     cfg.RequestTimeout,
+		Scanned:            cfg.Scan.On(),
 	}
 }
 

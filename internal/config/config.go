@@ -92,6 +92,9 @@ type Config struct {
 	// paths): a cookie-authenticated request must come from it or from a
 	// CORS origin.
 	PublicOrigin string
+
+	// Scan is malware scanning before delivery (MALWARE_SCAN, scan.go).
+	Scan Scan
 }
 
 // DBEndpoint is where the database of DB_SECRET_ARN is, when the secret
@@ -220,6 +223,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.readDatabase(getenv, &errs)
 	c.readDurations(getenv, &errs)
 	c.readOrigins(getenv, &errs)
+	c.readScan(getenv, &errs)
 	errs.add(c.checkSessions())
 	c.checkNeeds(need, &errs)
 	if err := errors.Join(errs...); err != nil {

@@ -32,8 +32,9 @@
 // condition callerMayAct in its SQL, where it is written, over named
 // arguments (pgx.StrictNamedArgs: a statement that does not name the
 // condition is refused unsent). Open and SignGet read only a file that
-// Fetch found (Fetched). Only the sweep's statements act without a
-// caller, for the schedule.
+// Fetch found (Fetched). Only the sweep's statements, and those applying
+// a malware scan's verdict (scan.go: the scanner's, by object key), act
+// without a caller.
 //
 // Where to look, every file: store.go (Store, New, its Settings), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), access.go (who may
@@ -46,7 +47,9 @@
 // multipart.go (Resume, Abort of an upload in parts), fetch.go (Fetch,
 // Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
 // (Sweep, and the objects of rows that never committed), backlog.go
-// (Backlog: the sweep's metrics), notify.go (the Notifier told of files
+// (Backlog: the sweep's metrics), scan.go (a scanned deployment's files
+// held back until their malware scan's verdict: Decide, DecideOverdue,
+// HeldScans, ScanStates; docs/scanning.md), notify.go (the Notifier told of files
 // once stored: push's hints), helpers.go (small pure helpers),
 // errors.go (the errors, and which of them mean a dependency is
 // unavailable).
