@@ -28,6 +28,7 @@ var scheduleOnly = map[string]string{
 	"DecideOverdue":       "applies the scan policy to files whose scan never answered, by age",
 	"HeldScans":           "lists the files held for an operator, on every workspace (pendingctl, the metric)",
 	"sweepScanned":        "deletes expired rows of files held back for a scan, and their objects",
+	"WaitingScans":        "lists the objects still to scan, for a scanner the bucket does not trigger (the dev server's clamd)",
 }
 
 // sqlMethods are the calls that send a statement, and which argument is

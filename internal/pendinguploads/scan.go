@@ -489,3 +489,29 @@ func (s *Store) sweepScanned(ctx context.Context) (int, error) {
 	}
 	return total, nil
 }
+
+// WaitingScan is a file whose scan has not answered (WaitingScans).
+type WaitingScan struct {
+	Key       string
+	SizeBytes int64
+}
+
+// WaitingScans returns, oldest first, at most limit (1..1000) objects of
+// files still waiting for their scan, on every workspace: what a scanner
+// that is not triggered by the bucket itself (the dev server's clamd
+// stand-in, internal/scanresult) has to scan. It acts for the scanner.
+func (s *Store) WaitingScans(ctx context.Context, limit int) ([]WaitingScan, error) {
+	limit = min(max(limit, 1), 1000)
+	rows, err := s.db.Query(ctx, `
+		SELECT s3_key, size_bytes FROM scanned_uploads WHERE state = 'pending' AND expires_at > now()
+		ORDER BY created_at LIMIT @limit`, pgx.NamedArgs{"limit": limit})
+	if err != nil {
+		return nil, wrap("waiting scans", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WaitingScan, error) {
+		var w WaitingScan
+		err := row.Scan(&w.Key, &w.SizeBytes)
+		return w, err
+	})
+	return out, wrap("waiting scans", err)
+}
