@@ -189,6 +189,9 @@ func (d *devRun) startDependencies(ctx context.Context) error {
 		}
 		d.onStop(stop)
 	}
+	if err := d.startClamd(ctx); err != nil {
+		return err
+	}
 	d.adminTk = d.lookup("ADMIN_TOKEN")
 	if d.adminTk == "" && d.lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
 		if d.adminTk, d.st.adminKept, err = keptAdminToken(d.st.localDir); err != nil {
@@ -284,6 +287,9 @@ func (d *devRun) serveUntilDone(ctx context.Context, a *app.App, cfg config.Conf
 	}
 	d.onStop(stopPush)
 
+	if err := d.scanLoop(ctx, a, cfg); err != nil {
+		return 1, err
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
