@@ -55,4 +55,3 @@ func (d *devRun) scanLoop(ctx context.Context, a *app.App, cfg config.Config) er
 	d.onStop(func() { cancel(); <-done })
 	return nil
 }
-
