@@ -45,6 +45,7 @@ For operators (talk to the database; token also to a stack, --stack):
   migrate   apply or revert the schema, or show its version
   token     create, list or revoke workspace tokens
   sweep     delete acked and expired uploads now, once
+  scans     list the files held for an operator by malware scanning
 
   version   the version and commit of this pendingctl (also --version)
 
@@ -104,6 +105,7 @@ func commands() []command {
 		{"migrate", migrateUsage, runMigrate},
 		{"token", tokenUsage, runToken},
 		{"sweep", sweepUsage, runSweep},
+		{"scans", scansUsage, runScans},
 		{"version", versionUsage, runVersion},
 	}
 }
