@@ -18,9 +18,12 @@
 //   upload.js     uploadFiles: which file goes how, in which order
 //   download.js   downloadFile, openFile (a download link, the browser's
 //                 download manager) and ack
+//   scan.js       scanStates, whenScanned: a file's malware scan, the
+//                 sender's side
 
 export { PendingUploadsError } from "./errors.js";
 export { DEFAULT_LIMITS, getLimits } from "./limits.js";
 export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
 export { downloadFile, openFile, ack } from "./download.js";
+export { scanStates, whenScanned } from "./scan.js";
