@@ -310,3 +310,49 @@ func TestSweepDeletesExpiredScans(t *testing.T) {
 		t.Fatalf("a result after the sweep: got %+v, %v; want nothing", d, err)
 	}
 }
+
+// TestScannedCommit: on a scanned deployment a commit of presigned
+// uploads stages its file for the scan (not listed, no hint), the object
+// the scanner reads is the committed one under objects/ (the staging
+// copy gone), and a retried commit replays the same file while it waits,
+// and after its verdict.
+func TestScannedCommit(t *testing.T) {
+	ctx := context.Background()
+	s, _, blobs, h := openScanned(t)
+	ws := uuid.New()
+	data := []byte("bytes put straight into the bucket")
+	puts, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{{Filename: "put.bin", Size: int64(len(data))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putPresigned(t, puts[0], data)
+	recs, replayed, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
+	if err != nil || replayed || len(recs) != 1 {
+		t.Fatalf("commit: %v, replayed %v, %d files", err, replayed, len(recs))
+	}
+	rec := recs[0]
+	if l, f := visible(t, s, ws, rec.FileID); l || f || h.count(rec.FileID) != 0 {
+		t.Fatalf("before the verdict: listed %v, fetched %v, hints %d", l, f, h.count(rec.FileID))
+	}
+	waiting, err := s.WaitingScans(ctx, 10)
+	if err != nil || len(waiting) != 1 || waiting[0].Key != "objects/"+ws.String()+"/"+rec.FileID.String() || waiting[0].SizeBytes != int64(len(data)) {
+		t.Fatalf("waiting: %+v, %v; want the committed object", waiting, err)
+	}
+	if _, err := blobs.Open(ctx, "staging/"+ws.String()+"/"+puts[0].UploadID.String(), 0, 1); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+		t.Fatalf("the staging copy: %v, want it gone", err)
+	}
+	for _, when := range []string{"waiting", "delivered"} {
+		if when == "delivered" {
+			if _, err := s.Decide(ctx, waiting[0].Key, pendinguploads.Deliver, "NO_THREATS_FOUND", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, replayed, err := s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
+		if err != nil || !replayed || len(again) != 1 || again[0].FileID != rec.FileID {
+			t.Fatalf("retried commit (%s): %+v, replayed %v, %v", when, again, replayed, err)
+		}
+	}
+	if l, f := visible(t, s, ws, rec.FileID); !l || !f {
+		t.Fatalf("after the verdict: listed %v, fetched %v", l, f)
+	}
+}
