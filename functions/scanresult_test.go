@@ -52,7 +52,8 @@ func forObject(t *testing.T, event []byte, bucket, key string) []byte {
 // the undecidable held; repeats change nothing and fail no invocation; a
 // result for another bucket, or for an object that is not a file, is
 // ignored. EMF counts one of each decision. A second function under
-// SCAN_UNDECIDED=deliver delivers a FAILED scan's file.
+// SCAN_UNDECIDED=deliver delivers a FAILED scan's file; a third, on its
+// schedule, holds a file whose scan did not answer within SCAN_TIMEOUT.
 func TestScanResult(t *testing.T) {
 	t.Parallel()
 	ep := s3test.MustStart(t)
@@ -151,6 +152,22 @@ func TestScanResult(t *testing.T) {
 	invoke(t, deliver, forObject(t, readEvent(t, "scanresult-failed"), bucket, objectOf(r)))
 	if st, err := store.ScanStates(ctx, auth.AdminIdentity(), ws, []uuid.UUID{r.FileID}); err != nil || st[r.FileID].State != pendinguploads.ScanClean {
 		t.Errorf("FAILED under deliver: got %+v (%v), want clean", st[r.FileID], err)
+	}
+	// The schedule (a Scheduled Event, as events/sweep.json): a scan
+	// that has not answered within SCAN_TIMEOUT gets the policy, TIMEOUT.
+	timed := start(t, "scanresult", append(env("hold"), "SCAN_TIMEOUT=1s")...)
+	late := stage("never-answered")
+	if _, err := pool.Exec(ctx, `UPDATE scanned_uploads SET created_at = now() - interval '1 minute' WHERE file_id = $1`, late.FileID); err != nil {
+		t.Fatal(err)
+	}
+	invoke(t, timed, readEvent(t, "sweep"))
+	invoke(t, timed, readEvent(t, "sweep")) // again: nothing more
+	if st, err := store.ScanStates(ctx, auth.AdminIdentity(), ws, []uuid.UUID{late.FileID}); err != nil ||
+		st[late.FileID].State != pendinguploads.ScanHeld || st[late.FileID].Result != "TIMEOUT" {
+		t.Errorf("no answer within SCAN_TIMEOUT: got %+v (%v), want held, TIMEOUT", st[late.FileID], err)
+	}
+	if got := emfTotal(t, timed.Logs(), "pending_uploads_scan_held"); got != 1 {
+		t.Errorf("EMF pending_uploads_scan_held after the schedule: %v, want 1", got)
 	}
 	for _, d := range proxy.Denied() {
 		t.Errorf("denied as AWS would deny it: %s", d)
