@@ -24,7 +24,7 @@ func main() {
 	a := lambdafn.MustInit(config.NeedDatabase, s3blobs.OpenBucket)
 	h := scanresult.New(a.Store, a.Config, a.Logger, a.Metrics)
 	lambda.Start(func(ctx context.Context, ev events.EventBridgeEvent) error {
-		ctx, end := reqlog.Begin(ctx, ev.ID)
+		ctx, end := reqlog.Begin(ctx, "")
 		defer end()
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
