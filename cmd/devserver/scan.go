@@ -40,14 +40,14 @@ func (d *devRun) scanLoop(ctx context.Context, a *app.App, cfg config.Config) er
 	if err != nil {
 		return startErrorf("MALWARE_SCAN", "the bucket's AWS configuration: %v", err)
 	}
-	bucket, err := s3blobs.OpenBucket(cfg, awsCfg)
+	bucket, err := s3blobs.NewFromAWS(awsCfg, cfg.ContentBucket, cfg.S3Endpoint, cfg.S3ForcePathStyle)
 	if err != nil {
 		return startErrorf("MALWARE_SCAN", "the bucket: %v", err)
 	}
 	if err := scanresult.Ping(ctx, cfg.Scan.ClamdAddress); err != nil {
 		return startErrorf("CLAMD_ADDRESS", "clamd at %s does not answer: %v", cfg.Scan.ClamdAddress, err)
 	}
-	s := &scanresult.Standin{Store: a.Store, Bucket: bucket, Handler: scanresult.New(a.Store, cfg, d.log, a.Metrics),
+	s := &scanresult.Standin{Store: a.Store, Bucket: bucket, Tagger: bucket, Handler: scanresult.New(a.Store, cfg, d.log, a.Metrics),
 		Addr: cfg.Scan.ClamdAddress, Log: d.log}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -234,14 +234,25 @@ type Opener interface {
 	Open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 }
 
+// Tagger tags an object (s3blobs.Store's Tag).
+type Tagger interface {
+	Tag(ctx context.Context, key, k, v string) error
+}
+
+// ScanStatusTag is the tag GuardDuty sets on each object it scanned, its
+// value the result.
+const ScanStatusTag = "GuardDutyMalwareScanStatus"
+
 // Standin plays GuardDuty on the dev server: it finds each object waiting
-// for its scan, scans it with clamd, and hands the Handler the event
+// for its scan, scans it with clamd, tags the object as GuardDuty does
+// (ScanStatusTag, when Tagger is set), and hands the Handler the event
 // GuardDuty would publish (Detail: COMPLETED with NO_THREATS_FOUND or
 // THREATS_FOUND and the signature's name; FAILED when clamd could not
 // scan), the same code the Scanresult function runs.
 type Standin struct {
 	Store   Waiting
 	Bucket  Opener
+	Tagger  Tagger // nil: no tag
 	Handler *Handler
 	// Addr is clamd's address.
 	Addr string
@@ -355,6 +366,11 @@ func (s *Standin) ScanOne(ctx context.Context, w pendinguploads.WaitingScan) err
 		d.ScanResultDetails.Threats = []Threat{{Name: threat}}
 	default:
 		d.ScanStatus, d.ScanResultDetails.ScanResultStatus = "COMPLETED", NoThreatsFound
+	}
+	if s.Tagger != nil {
+		if err := s.Tagger.Tag(ctx, w.Key, ScanStatusTag, d.ScanResultDetails.ScanResultStatus); err != nil && !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+			s.Log.Warn("clamd stand-in: object not tagged", "key", w.Key, "err", err)
+		}
 	}
 	ev, err := eventOf(d)
 	if err != nil {

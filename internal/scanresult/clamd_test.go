@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -90,7 +92,8 @@ func TestClamdScans(t *testing.T) {
 // Handler the function runs: the EICAR file and the custom signature's
 // file are blocked (never listed, fetched, logged in activity_logs or
 // hinted; their objects deleted; the sender reads blocked), and the clean
-// file is delivered, its activity row and hint only after the verdict.
+// file is delivered, its activity row and hint only after the verdict,
+// its object tagged GuardDutyMalwareScanStatus=NO_THREATS_FOUND.
 // It logs the latency the scan adds, from the commit to the hint.
 func TestClamdEndToEnd(t *testing.T) {
 	c := startClamd(t)
@@ -123,7 +126,7 @@ func TestClamdEndToEnd(t *testing.T) {
 
 	handler := &scanresult.Handler{Store: store, Bucket: bucket, Policy: scanresult.PolicyHold, Timeout: time.Hour,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(io.Discard, metrics.Namespace)}
-	standin := &scanresult.Standin{Store: store, Bucket: blobs, Handler: handler, Addr: c.Addr, Every: 20 * time.Millisecond, Log: handler.Log}
+	standin := &scanresult.Standin{Store: store, Bucket: blobs, Tagger: blobs, Handler: handler, Addr: c.Addr, Every: 20 * time.Millisecond, Log: handler.Log}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { standin.Run(sctx); close(done) }()
@@ -179,6 +182,13 @@ func TestClamdEndToEnd(t *testing.T) {
 	}
 	if n := activity(t, pool, ws); n != 1 {
 		t.Errorf("activity rows: %d, want 1 (the clean file's)", n)
+	}
+	// The delivered file's object carries GuardDuty's tag, as GuardDuty sets it.
+	tags, err := client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(bucket),
+		Key: aws.String("objects/" + ws.String() + "/" + recs[2].FileID.String())})
+	if err != nil || len(tags.TagSet) != 1 || aws.ToString(tags.TagSet[0].Key) != scanresult.ScanStatusTag ||
+		aws.ToString(tags.TagSet[0].Value) != scanresult.NoThreatsFound {
+		t.Errorf("the clean object's tags: %+v, %v; want %s=%s", tags, err, scanresult.ScanStatusTag, scanresult.NoThreatsFound)
 	}
 	reasons := map[string]string{}
 	rows, err := pool.Query(ctx, `SELECT filename, coalesce(reason, '') FROM scanned_uploads WHERE workspace_id = $1`, ws)
