@@ -335,11 +335,12 @@ type started struct {
 	earlier   earlier
 }
 
-// localS3Wanted reads LOCAL_S3.
+// localS3Wanted reads LOCAL_S3; unset, MALWARE_SCAN=clamav without a
+// bucket of the person's own wants one too (the scanner reads objects).
 func localS3Wanted(getenv func(string) string) (bool, error) {
 	v := getenv("LOCAL_S3")
 	if v == "" {
-		return false, nil
+		return getenv("MALWARE_SCAN") == config.ScanClamAV && getenv("CONTENT_BUCKET") == "" && getenv("S3_ENDPOINT") == "", nil
 	}
 	on, err := strconv.ParseBool(v)
 	if err != nil {

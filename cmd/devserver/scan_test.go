@@ -16,14 +16,14 @@ import (
 )
 
 // TestMalwareScanEndToEnd runs make run's dev server with MALWARE_SCAN=clamav
-// and LOCAL_S3 (it starts clamd with the repository's signatures, as it
-// starts Postgres) and uploads, as the printed workspace, the EICAR test
+// alone (it starts clamd with the repository's signatures, as it starts
+// Postgres, and a local S3: the scanner reads objects) and uploads, as the printed workspace, the EICAR test
 // file, a file matching the custom signature and a clean file, in one
 // request: the sender reads each one's state on the scan route until none
 // is pending; both infected files are blocked (threats_found), never
 // listed nor fetched; the clean one is delivered, listed and fetched.
 func TestMalwareScanEndToEnd(t *testing.T) {
-	dev := startDevServer(t, localDevEnv(t, map[string]string{"LOCAL_S3": "1", "MALWARE_SCAN": "clamav"}))
+	dev := startDevServer(t, localDevEnv(t, map[string]string{"MALWARE_SCAN": "clamav"}))
 	banner := dev.stdout.String()
 	wsToken := regexp.MustCompile(`workspace token\s+(\S+)`).FindStringSubmatch(banner)
 	listURL := regexp.MustCompile(`(http://\S+/pending-uploads)\n`).FindStringSubmatch(banner)
