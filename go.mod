@@ -20,7 +20,9 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/pendinguploads/pendinguploads/client v0.0.0
+	github.com/pganalyze/pg_query_go/v6 v6.1.0
 	golang.org/x/sync v0.22.0
+	google.golang.org/protobuf v1.36.11
 	gopkg.in/yaml.v3 v3.0.1
 )
 

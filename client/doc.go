@@ -9,7 +9,7 @@
 //	staged, err := c.Upload(ctx, ws, []client.UploadFile{f})
 //	files, err := c.List(ctx, ws)
 //
-// It is a module of its own, for Go 1.23 and later, that brings nothing
+// It is a module of its own, for Go 1.25 and later, that brings nothing
 // of the server (no database driver, no AWS SDK; deps_test.go holds it):
 //
 //	go get github.com/pendinguploads/pendinguploads/client@v0.1.0

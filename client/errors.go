@@ -117,10 +117,11 @@ var (
 )
 
 // IntegrityError is a download whose size or SHA-256 differs from what the
-// list or the Content-Digest header promised. Nothing of it must be kept.
+// list or the answer's digest of the whole file (Repr-Digest, or an older
+// server's Content-Digest on a 200) promised. Nothing of it must be kept.
 type IntegrityError struct {
 	FileID string
-	// What is "size" or "sha256" or "content-digest".
+	// What is "size" or "sha256" or "repr-digest" (the digest header).
 	What      string
 	Want, Got string
 }
@@ -202,7 +203,10 @@ func readAPIError(resp *http.Response, op string) error {
 				e.Code = wire.Code(c)
 				delete(body, "code")
 			} else {
-				e.Code = legacyCodes[m]
+				// The message's head: a later server names its next step
+				// after a colon ("request body too large: send …").
+				head, _, _ := strings.Cut(m, ":")
+				e.Code = legacyCodes[head]
 			}
 			if len(body) > 0 {
 				e.Fields = body

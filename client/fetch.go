@@ -29,8 +29,13 @@ type Content struct {
 	// is the server's sanitized name; sanitize again before using it on
 	// disk.
 	Filename string
-	// Digest is the SHA-256 of the Content-Digest header (RFC 9530), nil
-	// when the answer has none (a redirect to the bucket may not).
+	// Digest is the whole file's SHA-256 as the answer declares it: its
+	// Repr-Digest (RFC 9530), on a 200 or a 206; on a 200 without one (a
+	// server before Repr-Digest), its Content-Digest, which is then the
+	// whole file's too. A 206's Content-Digest is never read: RFC 9530
+	// makes it the range's (a server before Repr-Digest sent the whole
+	// file's). Nil when the answer has none (the bucket's, after a
+	// redirect, has neither).
 	Digest []byte
 	// Redirected says the bytes came from the bucket, through a 307.
 	Redirected bool
@@ -101,8 +106,12 @@ func (c *Client) fetch(ctx context.Context, ws, fileID uuid.UUID, from int64) (*
 	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
 		ct.Filename = params["filename"]
 	}
-	if d := resp.Header.Get("Content-Digest"); d != "" {
-		sum, err := ParseContentDigest(d)
+	field, d := "Repr-Digest", resp.Header.Get("Repr-Digest")
+	if d == "" && resp.StatusCode == http.StatusOK {
+		field, d = "Content-Digest", resp.Header.Get("Content-Digest")
+	}
+	if d != "" {
+		sum, err := parseDigest(field, d)
 		if err != nil {
 			resp.Body.Close()
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -149,11 +158,17 @@ func (c *Client) redirectTarget(from, loc string) (string, error) {
 	return u.String(), nil
 }
 
-// ParseContentDigest returns the SHA-256 of a Content-Digest header value
-// (RFC 9530: a dictionary such as `sha-256=:<base64>:`, possibly listing
-// other algorithms too). A header without sha-256 is an error: the client
-// cannot check it.
+// ParseContentDigest returns the SHA-256 of a Content-Digest or
+// Repr-Digest header value (RFC 9530: a dictionary such as
+// `sha-256=:<base64>:`, possibly listing other algorithms too). A header
+// without sha-256 is an error: the client cannot check it.
 func ParseContentDigest(v string) ([]byte, error) {
+	return parseDigest("Content-Digest", v)
+}
+
+// parseDigest is ParseContentDigest of the value v of field, which its
+// errors name.
+func parseDigest(field, v string) ([]byte, error) {
 	for _, item := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || strings.ToLower(strings.TrimSpace(k)) != "sha-256" {
@@ -161,24 +176,25 @@ func ParseContentDigest(v string) ([]byte, error) {
 		}
 		val = strings.TrimSpace(val)
 		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
-			return nil, fmt.Errorf("Content-Digest: malformed sha-256 value")
+			return nil, fmt.Errorf("%s: malformed sha-256 value", field)
 		}
 		sum, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
 		if err != nil || len(sum) != sha256.Size {
-			return nil, fmt.Errorf("Content-Digest: malformed sha-256 value")
+			return nil, fmt.Errorf("%s: malformed sha-256 value", field)
 		}
 		return sum, nil
 	}
-	return nil, fmt.Errorf("Content-Digest: no sha-256 value")
+	return nil, fmt.Errorf("%s: no sha-256 value", field)
 }
 
 // Download fetches f into w and verifies it while it streams: exactly
 // f.Size bytes, whose SHA-256 matches f.SHA256 (the list's) and the
-// Content-Digest header, each where given. On a mismatch it returns an
-// *IntegrityError (errors.Is ErrIntegrity) after the bytes went to w:
-// write to a temporary place and discard it on any error. A row staged
-// before the server kept digests (f.SHA256 "" and no Content-Digest) is
-// checked by size only.
+// answer's digest of the whole file (Content.Digest: Repr-Digest, or an
+// older server's Content-Digest on a 200), each where given. On a
+// mismatch it returns an *IntegrityError (errors.Is ErrIntegrity) after
+// the bytes went to w: write to a temporary place and discard it on any
+// error. A row staged before the server kept digests (f.SHA256 "" and no
+// digest header) is checked by size only.
 func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer) (int64, error) {
 	return c.Resume(ctx, ws, f, 0, sha256.New(), w, nil)
 }
@@ -190,7 +206,9 @@ func (c *Client) Download(ctx context.Context, ws uuid.UUID, f File, w io.Writer
 // the server answers with the whole file instead (200: it may ignore
 // Range), restart is called first: it must empty w, and h starts over;
 // restart may be nil only when have is 0. It returns how many bytes it
-// wrote to w. A have at or past f.Size is answered 416 (an *APIError).
+// wrote to w. A resumed answer (206) is verified as the whole file too:
+// its Repr-Digest is the whole file's. A have at or past f.Size is
+// answered 416 (an *APIError).
 func (c *Client) Resume(ctx context.Context, ws uuid.UUID, f File, have int64, h hash.Hash, w io.Writer, restart func() error) (int64, error) {
 	var want []byte
 	if f.SHA256 != "" {
@@ -223,7 +241,7 @@ func (c *Client) Resume(ctx context.Context, ws uuid.UUID, f File, have int64, h
 		return 0, &IntegrityError{FileID: id, What: "size", Want: fmt.Sprint(rest), Got: fmt.Sprintf("%d (Content-Length)", ct.Size)}
 	}
 	if want != nil && ct.Digest != nil && !bytes.Equal(want, ct.Digest) {
-		return 0, &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(want), Got: hex.EncodeToString(ct.Digest)}
+		return 0, &IntegrityError{FileID: id, What: "repr-digest", Want: hex.EncodeToString(want), Got: hex.EncodeToString(ct.Digest)}
 	}
 	// Read one byte past the promised size, to see a body that is too long.
 	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(ct.Body, rest+1))
@@ -242,7 +260,7 @@ func checkSum(id string, h hash.Hash, list, header []byte) error {
 		return &IntegrityError{FileID: id, What: "sha256", Want: hex.EncodeToString(list), Got: hex.EncodeToString(got)}
 	}
 	if header != nil && !bytes.Equal(got, header) {
-		return &IntegrityError{FileID: id, What: "content-digest", Want: hex.EncodeToString(header), Got: hex.EncodeToString(got)}
+		return &IntegrityError{FileID: id, What: "repr-digest", Want: hex.EncodeToString(header), Got: hex.EncodeToString(got)}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // behindCustomDomain returns event as API Gateway delivers it through a
@@ -54,7 +53,7 @@ func withMethodAndResource(t *testing.T, event []byte, method, resource, path st
 // and path parameters, not its path.
 func TestCustomDomainBasePath(t *testing.T) {
 	t.Parallel()
-	env := dbEnv(pgtest.MustURL(t))
+	env := dbEnv(knownDB(t))
 	rts := map[string]*lambdatest.Runtime{}
 	for _, fn := range httpFunctions {
 		rts[fn] = start(t, fn, env...)

@@ -15,7 +15,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
@@ -151,7 +150,7 @@ func TestEveryDeployedRoute(t *testing.T) {
 	}
 	ep := s3test.MustStart(t)
 	_, bucket := s3test.NewBucket(t, ep)
-	env := append(dbEnv(pgtest.MustURL(t)), ep.Env()...)
+	env := append(dbEnv(knownDB(t)), ep.Env()...)
 	env = append(env, "CONTENT_BUCKET="+bucket, "CORS_ALLOWED_ORIGINS=https://canvas.example.com")
 	rts := map[string]*lambdatest.Runtime{}
 	params := map[string]string{"workspaceId": workspacePlaceholder, "fileId": uuid.NewString(), "uploadId": uuid.NewString()}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/admin"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 	"github.com/pendinguploads/pendinguploads/internal/testkit"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -198,7 +199,7 @@ type listBody struct {
 // JSON 404.
 func TestHTTPFunctions(t *testing.T) {
 	t.Parallel()
-	url := pgtest.MustURL(t)
+	url := knownDB(t)
 	env := dbEnv(url)
 	rts := make(map[string]*lambdatest.Runtime)
 	for _, fn := range httpFunctions {
@@ -322,6 +323,20 @@ func TestHTTPFunctions(t *testing.T) {
 	}
 }
 
+// knownDB is a fresh database in which the events' placeholder workspace
+// is known: a token was made for it, as `sam local invoke Admin -e
+// events/admin.json` makes one (events/README.md). A workspace no token
+// was ever made for is refused on the service's own database
+// (ACCEPT_UNKNOWN_WORKSPACES).
+func knownDB(t testing.TB) string {
+	t.Helper()
+	url := pgtest.MustURL(t)
+	if _, _, err := admin.CreateToken(context.Background(), openPool(t, url), uuid.MustParse(workspacePlaceholder)); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
 func openPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
@@ -392,6 +407,47 @@ func TestSweep(t *testing.T) {
 	swept := emfCounts(t, rt.Logs(), "pending_uploads_swept", "outcome")
 	if swept["acked"] != 1 || swept["expired"] != 1 || swept["error"] != 0 {
 		t.Errorf("EMF pending_uploads_swept by outcome: got %v, want acked 1, expired 1, no error", swept)
+	}
+}
+
+// TestSweepEssentialMetrics: with METRICS naming one metric (the
+// template's Monitoring=essential: the backlog alarm's), the sweep's EMF
+// lines are that metric's alone; the rest stay in its log line.
+func TestSweepEssentialMetrics(t *testing.T) {
+	t.Parallel()
+	url := pgtest.MustURL(t)
+	rt := start(t, "sweep", "DATABASE_URL="+url, "METRICS="+metrics.BacklogOldestAge)
+	invoke(t, rt, readEvent(t, "sweep"))
+	// The process's stdout reaches Logs a little after its answer; its
+	// EMF lines come before its "swept" line, on the same stdout.
+	logs := rt.Logs()
+	for i := 0; i < 200 && !strings.Contains(logs, `"msg":"swept"`); i++ {
+		time.Sleep(25 * time.Millisecond)
+		logs = rt.Logs()
+	}
+	names := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			AWS *struct {
+				CloudWatchMetrics []struct{ Metrics []struct{ Name string } }
+			} `json:"_aws"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.AWS == nil {
+			continue
+		}
+		for _, d := range line.AWS.CloudWatchMetrics {
+			for _, m := range d.Metrics {
+				names[m.Name]++
+			}
+		}
+	}
+	if len(names) != 1 || names[metrics.BacklogOldestAge] != 1 {
+		t.Errorf("EMF metrics of one sweep: got %v, want %s once", names, metrics.BacklogOldestAge)
+	}
+	if !strings.Contains(logs, `"backlog_files"`) {
+		t.Errorf("the sweep's log line lost its backlog fields:\n%s", logs)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
-	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
@@ -173,7 +172,7 @@ func TestLeastPrivilege(t *testing.T) {
 		policies[principalKey(dir)] = pol
 	}
 	proxy := s3test.StartIAMProxy(t, ep, policies)
-	dbURL := pgtest.MustURL(t)
+	dbURL := knownDB(t)
 	env := func(dir string) []string {
 		e := append(dbEnv(dbURL), proxy.Endpoint().Env()...)
 		return append(e, "AWS_ACCESS_KEY_ID="+principalKey(dir), "CONTENT_BUCKET="+bucket,

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 const (
@@ -51,7 +49,7 @@ func withQuery(t *testing.T, event []byte, q url.Values) []byte {
 // signature.
 func TestLinkThroughTheContentFunction(t *testing.T) {
 	t.Parallel()
-	env := dbEnv(pgtest.MustURL(t))
+	env := dbEnv(knownDB(t))
 	upload, content := start(t, "upload", env...), start(t, "content", env...)
 	var staged struct {
 		Files []stagedFile `json:"files"`

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
-	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // withAPIGWRequestID returns event with requestContext.requestId set to id
@@ -61,7 +60,7 @@ func invocationLines(t *testing.T, rt *lambdatest.Runtime) []map[string]any {
 // The sweep's lines carry its Lambda request id.
 func TestLogLinesCarryRequestIDs(t *testing.T) {
 	t.Parallel()
-	url := pgtest.MustURL(t)
+	url := knownDB(t)
 
 	t.Run("upload", func(t *testing.T) {
 		rt := start(t, "upload", dbEnv(url)...)

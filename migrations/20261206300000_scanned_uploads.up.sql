@@ -35,5 +35,12 @@ CREATE TABLE IF NOT EXISTS scanned_uploads (
 CREATE INDEX IF NOT EXISTS idx_scanned_uploads_waiting
     ON scanned_uploads (workspace_id, created_at)
     WHERE state IN ('pending', 'held');
+-- The quota's counts (pendinguploads' waitingScanFiles, waitingScanBytes):
+-- a workspace's waiting files keyed by expires_at, their sizes carried in
+-- the index, an Index Only Scan over expires_at > now() as for
+-- idx_pending_uploads_workspace_pending.
+CREATE INDEX IF NOT EXISTS idx_scanned_uploads_workspace_waiting
+    ON scanned_uploads (workspace_id, expires_at) INCLUDE (size_bytes)
+    WHERE state IN ('pending', 'held');
 CREATE INDEX IF NOT EXISTS idx_scanned_uploads_expires
     ON scanned_uploads (expires_at);

@@ -10,16 +10,26 @@
 // schema_migrations(filename). Every migration adds only what is missing
 // (IF NOT EXISTS, tables created only when absent), so that it runs on the
 // platform's schema as on an empty database.
+//
+// A file whose first line is NoTransaction runs outside a transaction,
+// one statement at a time (see runNoTransaction): CREATE INDEX
+// CONCURRENTLY, which builds an index on a live table without blocking
+// its writes, refuses to run inside one.
 package migrations
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
+	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,7 +59,11 @@ var ErrSharedDatabase = errors.New("migrations: this database is shared with the
 //
 // A migration that fails changes nothing (each file runs as one
 // statement batch, in one transaction) and leaves its version marked
-// dirty: the next Up records the version before it and goes on.
+// dirty: the next Up records the version before it and goes on. A
+// NoTransaction file that fails keeps the statements that ran before the
+// failure; each of its statements may run again (IF NOT EXISTS, IF
+// EXISTS), and an index a failed CREATE INDEX CONCURRENTLY left invalid is
+// dropped before it is built again.
 func Up(ctx context.Context, databaseURL string) error {
 	return run(ctx, databaseURL, func(m *migrate.Migrate) error {
 		err := m.Up()
@@ -209,7 +223,7 @@ func runChecked(ctx context.Context, databaseURL string, check func(*sql.DB) fun
 	if err != nil {
 		return fmt.Errorf("migrations: source: %w", err)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", driver)
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", &noTxDriver{Driver: driver, db: db})
 	if err != nil {
 		return fmt.Errorf("migrations: init: %w", err)
 	}
@@ -227,4 +241,91 @@ func runChecked(ctx context.Context, databaseURL string, check func(*sql.DB) fun
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return nil
+}
+
+// NoTransaction, as the first line of a migration, makes it run outside a
+// transaction: each statement (ended by a ';' at the end of a line) on its
+// own, in order, so that CREATE INDEX CONCURRENTLY and DROP INDEX
+// CONCURRENTLY can run. Such a file holds only statements that may run
+// again after a failure half-way.
+const NoTransaction = "-- pendinguploads: no transaction"
+
+// maxMigrationBytes bounds what is read of one migration file.
+const maxMigrationBytes = 1 << 20
+
+// noTxDriver is golang-migrate's pgx driver, but that it runs a
+// NoTransaction migration statement by statement on db (golang-migrate's
+// driver sends a file as one multi-statement query, which Postgres runs
+// as one implicit transaction).
+type noTxDriver struct {
+	database.Driver
+	db *sql.DB
+}
+
+func (d *noTxDriver) Run(r io.Reader) error {
+	body, err := io.ReadAll(io.LimitReader(r, maxMigrationBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxMigrationBytes {
+		return fmt.Errorf("a migration larger than %d bytes", maxMigrationBytes)
+	}
+	if !bytes.HasPrefix(body, []byte(NoTransaction+"\n")) {
+		return d.Driver.Run(bytes.NewReader(body))
+	}
+	return runNoTransaction(context.Background(), d.db, string(body))
+}
+
+// concurrentIndex names the index a CREATE INDEX CONCURRENTLY IF NOT
+// EXISTS statement builds.
+var concurrentIndex = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
+
+// runNoTransaction runs body's statements one by one, each its own
+// transaction. Before a CREATE INDEX CONCURRENTLY IF NOT EXISTS, an index
+// of that name left invalid by an earlier, failed build is dropped
+// (concurrently): IF NOT EXISTS alone would keep it, unused and updated
+// on every write, for ever.
+func runNoTransaction(ctx context.Context, db *sql.DB, body string) error {
+	for _, stmt := range statements(body) {
+		if m := concurrentIndex.FindStringSubmatch(stmt); m != nil {
+			var invalid bool
+			err := db.QueryRowContext(ctx, `
+				SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass($1) AND NOT indisvalid)`, m[1]).Scan(&invalid)
+			if err != nil {
+				return fmt.Errorf("migration: index %s: %w", m[1], err)
+			}
+			if invalid {
+				if _, err := db.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+m[1]); err != nil {
+					return fmt.Errorf("migration: drop the invalid index %s: %w", m[1], err)
+				}
+			}
+		}
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return database.Error{OrigErr: err, Err: "migration failed", Query: []byte(stmt)}
+		}
+	}
+	return nil
+}
+
+// statements splits a NoTransaction file into its statements: comment
+// lines dropped, each statement ended by a ';' at the end of a line.
+func statements(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if strings.TrimSpace(cur.String()) != "" {
+		out = append(out, cur.String())
+	}
+	return out
 }

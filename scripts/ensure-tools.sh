@@ -88,11 +88,12 @@ for tool in moto_server cfn-lint; do
 done
 [ "$missing" -eq 0 ] || exit 1
 
-# playwright-core as package-lock.json pins it: the project's own
-# dependency, like the Go modules, not a system package.
+# playwright-core, typescript and @types/node as package-lock.json pins them: the
+# project's own dependencies, like the Go modules, not system packages.
 js="$(cd "$(dirname "$0")/.." && pwd)/clients/js"
-if [ ! -f "$js/node_modules/playwright-core/package.json" ] && command -v npm >/dev/null 2>&1; then
-  echo "ensure-tools: npm ci in $js (playwright-core, no browser download)" >&2
+if { [ ! -f "$js/node_modules/playwright-core/package.json" ] || [ ! -f "$js/node_modules/typescript/package.json" ] ||
+  [ ! -f "$js/node_modules/@types/node/package.json" ]; } && command -v npm >/dev/null 2>&1; then
+  echo "ensure-tools: npm ci in $js (playwright-core, no browser download; typescript)" >&2
   (cd "$js" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
     echo "ensure-tools: npm ci in $js failed; the browser test will say so" >&2
 fi

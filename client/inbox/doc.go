@@ -15,8 +15,8 @@
 //
 //  1. Download to D/.pendinguploads/<file_id>.part (0600), hashing and
 //     counting as it streams; the size must equal the list's size and
-//     Content-Length, the SHA-256 the list's sha256 and the Content-Digest
-//     header (each where given). On any mismatch the .part is deleted and
+//     Content-Length, the SHA-256 the list's sha256 and the Repr-Digest
+//     header, the whole file's (each where given). On any mismatch the .part is deleted and
 //     the upload is left unacked: an error, not a file. Then fsync. A
 //     .part already there (a download cut short) is resumed: its bytes
 //     are hashed, the rest asked for with Range: bytes=<have>-, and the

@@ -10,11 +10,12 @@ type Code string
 // The codes of the API's error answers, one per meaning.
 const (
 	// Credentials (401, 403).
-	CodeMissingToken    Code = "missing_token"    // 401: no bearer, no session cookie checked here
-	CodeInvalidToken    Code = "invalid_token"    // 401: unknown, revoked, expired, or may not act on the workspace
-	CodeForbiddenOrigin Code = "forbidden_origin" // 403: a session cookie on a request another site may have made
-	CodeLinkInvalid     Code = "link_invalid"     // 403: a download link altered, cut, or not this file's
-	CodeLinkExpired     Code = "link_expired"     // 403: a download link past its expires_at: ask for another
+	CodeMissingToken       Code = "missing_token"        // 401: no bearer, no session cookie checked here
+	CodeInvalidToken       Code = "invalid_token"        // 401: unknown, revoked, expired, or may not act on the workspace
+	CodeOrgTokenUnanchored Code = "org_token_unanchored" // 401: an org token without an anchor workspace, refused here
+	CodeForbiddenOrigin    Code = "forbidden_origin"     // 403: a session cookie on a request another site may have made
+	CodeLinkInvalid        Code = "link_invalid"         // 403: a download link altered, cut, or not this file's
+	CodeLinkExpired        Code = "link_expired"         // 403: a download link past its expires_at: ask for another
 
 	// Routing (404, 405).
 	CodeNotFound         Code = "not_found"          // 404: no route has this path

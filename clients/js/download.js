@@ -1,5 +1,5 @@
 // The workspace's side: downloadFile fetches a staged file's bytes
-// (checked against Content-Digest), ack acknowledges it; openFile hands a
+// (checked against Repr-Digest), ack acknowledges it; openFile hands a
 // file to the browser's own download manager through a download link.
 
 import { PendingUploadsError, abortedError, seconds, timeoutError } from "./errors.js";
@@ -34,8 +34,10 @@ function base64ToHex(b64) {
 
 /**
  * Fetches a staged file's bytes into the page (a Blob). When the answer
- * carries Content-Digest (sha-256) and the browser has SubtleCrypto, the
- * bytes are checked against it (mismatch: code "digest_mismatch"). sha256
+ * carries the whole file's digest (Repr-Digest, sha-256; from a server
+ * before Repr-Digest, the Content-Digest of its 200) and the browser has
+ * SubtleCrypto, the bytes are checked against it (mismatch: code
+ * "digest_mismatch"). sha256
  * is the hex digest of the bytes received (or the header's, unchecked,
  * without SubtleCrypto; null when neither). headers and credentials as
  * uploadFiles takes them. Like an upload, it is given up (code "timeout",
@@ -99,16 +101,30 @@ export async function downloadFile(api, token, workspaceId, fileId, { signal, he
     if (signal) signal.removeEventListener("abort", onAbort);
     r.done();
   }
-  const m = /sha-256=:([A-Za-z0-9+/=]+):/i.exec(h.get("Content-Digest") || "");
-  const declared = m ? base64ToHex(m[1]) : null;
+  const { field, declared } = wholeDigest(r.resp);
   let sha256 = declared;
   if (hasDigest()) {
     sha256 = await sha256Hex(blob);
     if (declared && declared !== sha256) {
-      throw new PendingUploadsError(`${op}: Content-Digest says sha256 ${declared}, the bytes have ${sha256}`, { status: r.resp.status, code: "digest_mismatch" });
+      throw new PendingUploadsError(`${op}: ${field} says sha256 ${declared}, the bytes have ${sha256}`, { status: r.resp.status, code: "digest_mismatch" });
     }
   }
   return { blob, name: dispositionName(h.get("Content-Disposition")), mimeType: ctype, size: blob.size, sha256 };
+}
+
+// wholeDigest is the whole file's SHA-256 (hex) that resp declares, and
+// the field it came from: Repr-Digest (RFC 9530), on a 200 or a 206; on
+// a 200 without it (a server before Repr-Digest), Content-Digest, then
+// the whole file's too. A 206's Content-Digest is its range's: never read.
+function wholeDigest(resp) {
+  let field = "Repr-Digest";
+  let v = resp.headers.get(field);
+  if (!v && resp.status === 200) {
+    field = "Content-Digest";
+    v = resp.headers.get(field);
+  }
+  const m = /sha-256=:([A-Za-z0-9+/=]+):/i.exec(v || "");
+  return { field, declared: m ? base64ToHex(m[1]) : null };
 }
 
 // readBody reads resp's body chunk by chunk into a Blob of type,
@@ -138,11 +154,10 @@ async function readBody(resp, type, total, moved, onProgress) {
  * opens with a bare GET (no header, no cookie). The browser then streams
  * the file to disk, shows its progress, and resumes a cut download while
  * the link lasts. Resolves with {url, expiresAt} once the navigation is
- * started; the download itself is the browser's. In a page without a
- * document (a worker), call with { navigate: false } and navigate to url
- * yourself.
+ * started; the download itself is the browser's. Without a document (a
+ * worker, node) navigate defaults to false: it only returns the link.
  */
-export async function openFile(api, token, workspaceId, fileId, { signal, headers, credentials, attempts, navigate = true } = {}) {
+export async function openFile(api, token, workspaceId, fileId, { signal, headers, credentials, attempts, navigate = typeof document !== "undefined" } = {}) {
   const op = "open";
   const svc = service(op, api, token, workspaceId, { headers, credentials });
   const linkURL = wsURL(api, workspaceId, "pending-uploads", fileId, "link");

@@ -1,8 +1,8 @@
 // Requests: what every request to the service carries (the caller's
 // headers, the token, the credentials mode), JSON requests with fetch,
-// transfers with XMLHttpRequest (upload progress, stall limits) to the
-// service or the bucket, and the retries of those that are safe to
-// repeat.
+// transfers with upload progress and stall limits (XMLHttpRequest, or
+// fetch where there is none, as in node) to the service or the bucket,
+// and the retries of those that are safe to repeat.
 
 import { PendingUploadsError, abortedError, throwIfAborted, httpError, networkError, timeoutError, seconds } from "./errors.js";
 
@@ -197,13 +197,87 @@ export function stallLimit(stallTimeoutMs, bytes) {
   return Math.max(STALL_MIN_MS, Math.ceil(bytes / STALL_FLOOR_BYTES_PER_MS));
 }
 
-// xhrSend sends body with XMLHttpRequest, the only browser API that
-// reports upload progress. It resolves with the status and text of any
-// answer; it rejects only when no answer arrived: code "timeout" when no
-// byte moved either way for stallMs (or the whole request outlived
-// timeoutMs). peer ("bucket" or "service") names who did not answer.
-// withCredentials only for the service, with credentials "include".
-export function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, onUploadProgress, peer, withCredentials = false }) {
+// transfer sends body (a Blob) with progress and a stall limit: with
+// XMLHttpRequest, the only browser API that reports upload progress;
+// where there is none (node, a worker of some runtimes), with fetch,
+// streaming the Blob (a file read from disk as it goes: fs.openAsBlob)
+// and counting the bytes handed to the connection. It resolves with the
+// status and text of any answer; it rejects only when no answer arrived:
+// code "timeout" when no byte moved either way for stallMs (or the whole
+// request outlived timeoutMs). peer ("bucket" or "service") names who
+// did not answer. withCredentials only for the service, with credentials
+// "include".
+export function transfer(op, opts) {
+  return typeof XMLHttpRequest === "undefined" ? fetchSend(op, opts) : xhrSend(op, opts);
+}
+
+// fetchSend is transfer with fetch: the Blob streamed with its
+// Content-Length (a presigned PUT must carry it: S3 refuses a chunked
+// body), progress as each piece is handed over.
+async function fetchSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, onUploadProgress, peer, withCredentials = false }) {
+  if (signal && signal.aborted) throw abortedError(op, signal);
+  const ctl = new AbortController();
+  let why = ""; // "stall" or "timeout": our own abort
+  let stallTimer;
+  const arm = () => {
+    clearTimeout(stallTimer);
+    stallTimer = setTimeout(() => {
+      why = "stall";
+      ctl.abort();
+    }, stallMs);
+  };
+  const whole = setTimeout(() => {
+    why = "timeout";
+    ctl.abort();
+  }, timeoutMs);
+  const onAbort = () => ctl.abort();
+  if (signal) signal.addEventListener("abort", onAbort, { once: true });
+  const h = {};
+  for (const [k, v] of Object.entries(headers || {})) {
+    if (!forbiddenHeader(k)) h[k] = v;
+  }
+  h["content-length"] = String(body.size);
+  const reader = body.stream().getReader();
+  let sent = 0;
+  const stream = new ReadableStream({
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) return c.close();
+      sent += value.byteLength;
+      arm();
+      if (onUploadProgress) onUploadProgress(sent);
+      c.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  arm();
+  try {
+    const res = await fetch(url, {
+      method,
+      headers: h,
+      body: stream,
+      duplex: "half",
+      credentials: withCredentials ? "include" : "omit",
+      signal: ctl.signal,
+    });
+    arm();
+    return { status: res.status, text: await res.text() };
+  } catch (err) {
+    if (signal && signal.aborted) throw abortedError(op, signal);
+    if (why === "stall") throw timeoutError(op, `no byte moved for ${seconds(stallMs)}`, err);
+    if (why === "timeout") throw timeoutError(op, `not done within ${seconds(timeoutMs)}`, err);
+    throw networkError(op, peer, err);
+  } finally {
+    clearTimeout(stallTimer);
+    clearTimeout(whole);
+    if (signal) signal.removeEventListener("abort", onAbort);
+  }
+}
+
+// xhrSend is transfer with XMLHttpRequest.
+function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, onUploadProgress, peer, withCredentials = false }) {
   return new Promise((resolve, reject) => {
     if (signal && signal.aborted) return reject(abortedError(op, signal));
     const x = new XMLHttpRequest();

@@ -3,7 +3,7 @@
 // byte offsets for progress, packed into requests under the server's cap.
 
 import { PendingUploadsError, httpError } from "./errors.js";
-import { parseJSONText, serviceHeaders, stallLimit, wsURL, xhrSend } from "./http.js";
+import { parseJSONText, serviceHeaders, stallLimit, wsURL, transfer } from "./http.js";
 import { MAX_FILES_PER_REQUEST } from "./limits.js";
 
 // A multipart body is at most per_request_bytes (4 MiB by default).
@@ -94,7 +94,7 @@ export async function postMultipart(ctx, files, { onBodyProgress }) {
   const op = "upload";
   const boundary = randomBoundary();
   const mb = layoutMultipart(files, boundary);
-  const r = await xhrSend(op, {
+  const r = await transfer(op, {
     method: "POST",
     url: wsURL(ctx.api, ctx.workspaceId, "chat", "uploads"),
     headers: await serviceHeaders(op, ctx, { "Content-Type": `multipart/form-data; boundary=${boundary}` }),

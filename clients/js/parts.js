@@ -5,7 +5,7 @@
 // it up.
 
 import { PendingUploadsError, UPLOAD_COMMITTED, abortedError, bucketError, serviceCode } from "./errors.js";
-import { retryable, serviceJSON, stallLimit, withRetries, wsURL, xhrSend } from "./http.js";
+import { retryable, serviceJSON, stallLimit, withRetries, wsURL, transfer } from "./http.js";
 import { fileName } from "./multipart.js";
 import { PUT_TIMEOUT_MS, abortUpload, commit } from "./presign.js";
 
@@ -111,7 +111,7 @@ async function sendPart(ctx, num, { op, f, partBytes, urls, progress, signal }) 
     const p = urls.get(num);
     if (!p) return null; // the bucket holds it already
     progress.move(num, 0);
-    return xhrSend(partOp, {
+    return transfer(partOp, {
       method: p.method || "PUT",
       url: p.url,
       headers: p.headers,

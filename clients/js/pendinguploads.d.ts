@@ -211,7 +211,7 @@ export interface DownloadedFile {
   name: string;
   mimeType: string;
   size: number;
-  /** Hex SHA-256 of the bytes (checked against Content-Digest when present). */
+  /** Hex SHA-256 of the bytes (checked against Repr-Digest, or an older server's Content-Digest, when present). */
   sha256: string | null;
 }
 
@@ -239,7 +239,7 @@ export declare function downloadFile(
 ): Promise<DownloadedFile>;
 
 export interface OpenOptions extends Pick<RequestOptions, "signal" | "headers" | "credentials" | "attempts"> {
-  /** false: only return the link (a worker, or a navigation of your own). Default true. */
+  /** false: only return the link (a navigation of your own). Default true where there is a document, false without (a worker, node). */
   navigate?: boolean;
 }
 
@@ -311,3 +311,17 @@ export declare function whenScanned(
   files: Array<string | Pick<StagedFile, "file_id" | "name">>,
   options?: ScanWaitOptions,
 ): Promise<FileScan[]>;
+
+/** A file of the service that an attachment URI names. */
+export interface PendingFileRef {
+  workspaceId: string;
+  fileId: string;
+}
+
+/**
+ * Reads an attachment URI of the service, as the canvas keeps them:
+ * platform-pending:<workspaceId>/<fileId> (StagedFile.uri), or the legacy
+ * /workspaces/<workspaceId>/content/<fileId>/content; null for any other
+ * URI (an http(s) URL, a container path), which is not the service's.
+ */
+export declare function pendingFile(uri: string): PendingFileRef | null;

@@ -5,7 +5,8 @@
 // the server's multipart threshold go to the bucket in parts, a few at a
 // time, and resume after a lost connection or a reloaded page. No
 // dependencies, no build step: ES modules for browsers (and any runtime
-// with fetch, XMLHttpRequest and Blob), imported through this one.
+// with fetch and Blob: node 20 and later, whose transfers go by fetch),
+// imported through this one.
 //
 // The modules beside it, each with one purpose:
 //   errors.js     PendingUploadsError; the service's answers read by code
@@ -20,6 +21,7 @@
 //                 download manager) and ack
 //   scan.js       scanStates, whenScanned: a file's malware scan, the
 //                 sender's side
+//   attachment.js pendingFile: an attachment URI of the service read
 
 export { PendingUploadsError } from "./errors.js";
 export { DEFAULT_LIMITS, getLimits } from "./limits.js";
@@ -27,3 +29,4 @@ export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
 export { downloadFile, openFile, ack } from "./download.js";
 export { scanStates, whenScanned } from "./scan.js";
+export { pendingFile } from "./attachment.js";

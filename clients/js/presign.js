@@ -4,7 +4,7 @@
 // Files in parts go through parts.js between presign and commit.
 
 import { PendingUploadsError, UPLOAD_NOT_RECEIVED, bucketError, serviceCode } from "./errors.js";
-import { serviceJSON, stallLimit, withRetries, wsURL, xhrSend } from "./http.js";
+import { serviceJSON, stallLimit, withRetries, wsURL, transfer } from "./http.js";
 import { fileName, stagedList } from "./multipart.js";
 
 // A presigned PUT is valid 15 minutes; no single attempt outlives that.
@@ -42,7 +42,7 @@ export async function putPresigned(ctx, up, f, { onUploadProgress }) {
   }
   await withRetries(op, attempts, signal, async () => {
     onUploadProgress(0);
-    const r = await xhrSend(op, {
+    const r = await transfer(op, {
       method: up.method || "PUT",
       url: up.url,
       headers,

@@ -93,7 +93,7 @@ func (b banner) restart(p printf) {
 	p("\nA restart: found the data of earlier runs in %s: %s waiting in %s, %s.\n",
 		filepath.Join(b.localDir, "pg"), plural(e.files, "file", "files"), plural(e.workspaces, "workspace", "workspaces"),
 		plural(e.tokens, "live workspace token", "live workspace tokens"))
-	p("The tokens printed before still work, the admin token too; the workspace is the last run's.\n")
+	p("The tokens printed before still work, the admin token too, and so do download links; the workspace is the last run's.\n")
 	if e.lostBytes > 0 {
 		p("Of those, %d had their bytes in the last run's local S3, which keeps nothing across runs:\n"+
 			"expired now; the sweep removes them.\n", e.lostBytes)

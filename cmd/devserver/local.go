@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,8 +21,9 @@ import (
 // Files the dev server keeps in LOCAL_DIR beside its Postgres, so that a
 // restart finds what the last run printed still working.
 const (
-	adminTokenFile = "admin-token" // the generated admin token, 0600
-	workspaceFile  = "workspace"   // the dev workspace's ID, with its own Postgres
+	adminTokenFile  = "admin-token"       // the generated admin token, 0600
+	workspaceFile   = "workspace"         // the dev workspace's ID, with its own Postgres
+	downloadKeyFile = "download-link-key" // the generated DOWNLOAD_LINK_KEY, 0600
 )
 
 // ensureDatabase creates database name unless it exists, and reports
@@ -47,26 +50,46 @@ func ensureDatabase(ctx context.Context, adminURL, name string) (bool, error) {
 // the workspace tokens outlive a run in dir; an admin token that did not
 // would be the one credential a restart breaks.
 func keptAdminToken(dir string) (token string, kept bool, err error) {
-	path := filepath.Join(dir, adminTokenFile)
+	return keptSecret(filepath.Join(dir, adminTokenFile), func() (string, error) {
+		tok, err := auth.NewToken()
+		return "admin_" + strings.TrimPrefix(tok, auth.TokenPrefix), err
+	})
+}
+
+// keptLinkKey returns the download links' key kept in dir (kept: true),
+// or makes one (32 random bytes, hex) and keeps it there (mode 0600): a
+// link printed or handed out before a restart still opens after it, for
+// its few minutes, as it would across a deploy of the stack, whose key
+// outlives its functions.
+func keptLinkKey(dir string) (key string, kept bool, err error) {
+	return keptSecret(filepath.Join(dir, downloadKeyFile), func() (string, error) {
+		var b [32]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+		return hex.EncodeToString(b[:]), nil
+	})
+}
+
+// keptSecret returns the secret in the file at path (kept: true), or
+// mints one and writes it there, mode 0600, for the next runs.
+func keptSecret(path string, mint func() (string, error)) (secret string, kept bool, err error) {
 	if b, err := os.ReadFile(path); err == nil {
-		if tok := strings.TrimSpace(string(b)); tok != "" {
-			return tok, true, nil
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, true, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", false, err
 	}
-	tok, err := auth.NewToken()
+	s, err := mint()
 	if err != nil {
 		return "", false, err
 	}
-	tok = "admin_" + strings.TrimPrefix(tok, auth.TokenPrefix)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", false, err
 	}
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
 		return "", false, err
 	}
-	return tok, false, nil
+	return s, false, nil
 }
 
 // devWorkspace picks the workspace the dev server mints a token for: the

@@ -12,8 +12,8 @@
 // Ctrl-C stops everything it started.
 //
 // Settings are the functions' (docs/operating.md), plus PORT (default 8080),
-// HOST, LOCAL_DIR (default .local: its Postgres, and the admin token and
-// workspace kept across runs), LOCAL_S3, DEV_WORKSPACE_ID, EXAMPLES_PORT
+// HOST, LOCAL_DIR (default .local: its Postgres, and the admin token, the
+// download link key and the workspace kept across runs), LOCAL_S3, DEV_WORKSPACE_ID, EXAMPLES_PORT
 // (the example page's port: PORT+100, or off) and PUSH_PORT (the
 // broker's: PORT+1000).
 package main

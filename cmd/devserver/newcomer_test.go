@@ -279,7 +279,7 @@ func TestNewcomerPath(t *testing.T) {
 	again := parseBanner(t, rout.String())
 	for _, w := range []string{
 		"A restart: found the data of earlier runs in " + filepath.Join(local, "pg") + ": 1 file waiting in 1 workspace",
-		"The tokens printed before still work, the admin token too; the workspace is the last run's.",
+		"The tokens printed before still work, the admin token too, and so do download links; the workspace is the last run's.",
 		"Of those, 1 had their bytes in the last run's local S3",
 		"the same as the last run's, kept in",
 	} {

@@ -37,6 +37,7 @@ func TestOnThePlatformsDatabase(t *testing.T) {
 	serve := func(env map[string]string) string {
 		t.Helper()
 		env["DATABASE_URL"], env["PORT"], env["HOST"], env["ADMIN_TOKEN"] = url, "0", "127.0.0.1", "an-admin-token-for-the-test"
+		env["LOCAL_DIR"] = t.TempDir() // the download link key it keeps, out of the source tree
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var stdout, stderr syncBuffer

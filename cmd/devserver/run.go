@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -165,7 +163,8 @@ func (d *devRun) listen() error {
 
 // startDependencies starts what the settings leave to the dev server: a
 // local S3 (LOCAL_S3), a local Postgres (no DATABASE_URL nor
-// DB_SECRET_ARN), and an admin token kept in LOCAL_DIR (none given).
+// DB_SECRET_ARN), and an admin token and a download link key kept in
+// LOCAL_DIR (none given).
 func (d *devRun) startDependencies(ctx context.Context) error {
 	var err error
 	d.loadAWS = awsprofile.Load
@@ -200,11 +199,11 @@ func (d *devRun) startDependencies(ctx context.Context) error {
 		d.env["ADMIN_TOKEN"] = d.adminTk
 	}
 	if d.lookup("DOWNLOAD_LINK_KEY") == "" && d.lookup("DOWNLOAD_LINK_KEY_SECRET_ARN") == "" {
-		// A fresh key each run, as the stack generates one: a link lasts
-		// minutes, and the last run's are void.
-		var key [32]byte
-		_, _ = rand.Read(key[:]) // crypto/rand.Read does not fail
-		d.env["DOWNLOAD_LINK_KEY"] = hex.EncodeToString(key[:])
+		// Kept beside the admin token, as the stack keeps its key across
+		// deploys: a link minted before a restart opens after it.
+		if d.env["DOWNLOAD_LINK_KEY"], _, err = keptLinkKey(d.st.localDir); err != nil {
+			return startErrorf("LOCAL_DIR", "download link key: %v", err)
+		}
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -229,5 +231,93 @@ func checkUnrouted(t *testing.T, listURL, token, id string) {
 				t.Errorf("GET %s (token %v): got %d %q Location %q, want a JSON %d", bad, tok != "", code, b, h.Get("Location"), want)
 			}
 		}
+	}
+}
+
+// TestLinkAcrossRestart: a download link minted before a restart of make
+// run opens after it (the key is kept in LOCAL_DIR beside the admin
+// token, mode 0600), as a link outlives a deploy of the stack; a key the
+// person sets is theirs, and nothing is written for it.
+func TestLinkAcrossRestart(t *testing.T) {
+	env := localDevEnv(t, map[string]string{"EXAMPLES_PORT": "off", "PUSH_PORT": "0"})
+	dev := startDevServer(t, env)
+	wsToken := regexp.MustCompile(`workspace token\s+(\S+)`).FindStringSubmatch(dev.stdout.String())
+	listURL := regexp.MustCompile(`(http://\S+/pending-uploads)\n`).FindStringSubmatch(dev.stdout.String())
+	if wsToken == nil || listURL == nil {
+		t.Fatalf("banner lacks the workspace token or the list URL:\n%s", dev.stdout.String())
+	}
+	uploads := strings.Replace(listURL[1], "/pending-uploads", "/chat/uploads", 1)
+	content := []byte("minted before the restart\n")
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("files", "before.txt")
+	_, _ = fw.Write(content)
+	_ = mw.Close()
+	call := func(method, url, ctype string, b io.Reader) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, b)
+		req.Header.Set("Authorization", "Bearer "+wsToken[1])
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, out
+	}
+	code, out := call("POST", uploads, mw.FormDataContentType(), &body)
+	var staged struct {
+		Files []struct {
+			FileID string `json:"file_id"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(out, &staged); code != 200 || err != nil || len(staged.Files) != 1 {
+		t.Fatalf("upload: %d %s", code, out)
+	}
+	code, out = call("POST", listURL[1]+"/"+staged.Files[0].FileID+"/link", "", nil)
+	var link struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(out, &link); code != 200 || err != nil || link.URL == "" {
+		t.Fatalf("link: %d %s", code, out)
+	}
+	if code := dev.stop(); code != 0 {
+		t.Fatalf("exit status %d on Ctrl-C", code)
+	}
+	fi, err := os.Stat(filepath.Join(env["LOCAL_DIR"], downloadKeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the kept key: %v, %v; want a file of mode 0600", fi, err)
+	}
+
+	again := startDevServer(t, env)
+	// The link as its holder has it: resolved against the route that gave it.
+	base, _ := url.Parse(listURL[1] + "/" + staged.Files[0].FileID + "/link")
+	ref, err := url.Parse(link.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := base.ResolveReference(ref)
+	u.Host = again.addr // PORT=0: the restart listens elsewhere
+	resp, err := http.Get(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, content) {
+		t.Errorf("the link minted before the restart, after it: got %d %s, want 200 and the file", resp.StatusCode, got)
+	}
+	if code := again.stop(); code != 0 {
+		t.Fatalf("restart: exit status %d on Ctrl-C", code)
+	}
+
+	// A key of the person's own is used as given, and not written down.
+	own := localDevEnv(t, map[string]string{"EXAMPLES_PORT": "off", "PUSH_PORT": "0", "DOWNLOAD_LINK_KEY": strings.Repeat("k", 32)})
+	startDevServer(t, own).stop()
+	if _, err := os.Stat(filepath.Join(own["LOCAL_DIR"], downloadKeyFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("with DOWNLOAD_LINK_KEY set, %s: got %v, want none", downloadKeyFile, err)
 	}
 }

@@ -41,7 +41,7 @@ Exit codes: 0 files listed, 3 nothing pending, 1 failure, 2 usage error.
 const pullUsage = `Usage: pendingctl pull --workspace W --dir D [--once | --interval 5s | --watch] [flags]
 
 Download workspace W's pending files into folder D, verify each (its size
-and SHA-256 must match the list and the Content-Digest header), and ack it
+and SHA-256 must match the list and the Repr-Digest header), and ack it
 so that it is not offered again. With --once (the default) pull once and
 exit; with --interval, pull again every interval until interrupted (Ctrl-C).
 

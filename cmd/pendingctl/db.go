@@ -104,7 +104,7 @@ bucket objects), and print the counts.
 
 Flags:
   --ack-retention D  keep acked uploads this long (default: $ACK_RETENTION, 1h)
-  --json             print {"acked":n,"expired":m,"orphans":k}
+  --json             print {"acked":n,"expired":m,"orphans":k} ("unfinished":true when cut short)
   --timeout D        give up after D (default 5m)
 
 ` + dbEnvUsage + `  CONTENT_BUCKET     the bucket, so that its objects go too (with the

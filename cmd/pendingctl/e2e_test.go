@@ -240,7 +240,7 @@ func TestUploadTooLargeForServer(t *testing.T) {
 	if !strings.Contains(r.stderr, "request cap (4.0 MiB)") || !strings.Contains(r.stderr, "no presigned uploads") {
 		t.Fatalf("stderr: got %q", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "413 request body too large (max 4194304 bytes, 4.0 MiB)") || strings.Contains(r.stderr, "e+06") {
+	if !strings.Contains(r.stderr, "413 request body too large: send the files in requests under max bytes (max 4194304 bytes, 4.0 MiB)") || strings.Contains(r.stderr, "e+06") {
 		t.Errorf("stderr: got %q, want the 413's max as a whole number of bytes", r.stderr)
 	}
 }
@@ -353,10 +353,10 @@ func TestPullKilledBeforeAck(t *testing.T) {
 }
 
 // tamperProxy serves target through a proxy that flips the first byte of
-// content bodies, or replaces their Content-Digest.
+// content bodies, or replaces their Repr-Digest.
 
-// TestPullTamperedRefused: a flipped byte, or a Content-Digest that does
-// not match: refused, nothing written, nothing acked.
+// TestPullTamperedRefused: a flipped byte, or a Repr-Digest (or an older
+// server's Content-Digest on a 200) that does not match: refused, nothing written, nothing acked.
 func TestPullTamperedRefused(t *testing.T) {
 	srv := apptest.NewServer(t, apptest.Options{})
 	ws := uuid.New()
@@ -364,8 +364,10 @@ func TestPullTamperedRefused(t *testing.T) {
 	paths, _ := fixture(t, map[string][]byte{"t.bin": randomBytes(10000, 5)})
 	expect(t, cli(t, apiVars(srv, "", srv.AdminToken), "upload", "--workspace", ws.String(), paths[0]), 0, "upload")
 	for name, proxy := range map[string]string{
-		"FlippedByte":   apptest.TamperProxy(t, srv.URL, true, ""),
-		"AlteredDigest": apptest.TamperProxy(t, srv.URL, false, "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"),
+		"FlippedByte":   apptest.TamperProxy(t, srv.URL, true, nil),
+		"AlteredDigest": apptest.TamperProxy(t, srv.URL, false, map[string]string{"Repr-Digest": "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"}),
+		// A server before Repr-Digest: its 200's Content-Digest is the whole file's.
+		"OlderServersDigest": apptest.TamperProxy(t, srv.URL, false, map[string]string{"Repr-Digest": "", "Content-Digest": "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

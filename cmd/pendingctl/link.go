@@ -26,7 +26,12 @@ Exit codes: 0 a link printed, 1 failure (the file is gone, the token is
 refused), 2 usage error.
 
 Example:
-  curl -fOJ "$(pendingctl link 9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a)"
+  curl --fail-with-body -OJ "$(pendingctl link 9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a)"
+
+The file lands under its own name. --fail-with-body (curl 7.76 or
+later), not -f, which throws the answer away: a link refused (expired,
+or altered) exits 22 with the answer, which says what to do, in
+./download.
 `
 
 func runLink(ctx context.Context, e env, args []string) error {

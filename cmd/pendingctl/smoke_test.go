@@ -250,7 +250,7 @@ func TestSmokeFailureCleansUp(t *testing.T) {
 		say    string
 		staged int
 	}{
-		{"ContentTampered", func() string { return apptest.TamperProxy(t, srv.URL, true, "") }, nil,
+		{"ContentTampered", func() string { return apptest.TamperProxy(t, srv.URL, true, nil) }, nil,
 			stepContent, "sha256 mismatch", 1},
 		{"ResumeNotServed", func() string {
 			return hookProxy(t, srv.URL, func(w http.ResponseWriter, r *http.Request) bool {

@@ -98,7 +98,7 @@ func (s *smoke) list(ctx context.Context) (string, error) {
 }
 
 // content downloads f and compares its SHA-256 with the bytes sent (the
-// client checks it against the list's and Content-Digest too).
+// client checks it against the list's and Repr-Digest too).
 func (s *smoke) content(ctx context.Context, f *sentFile) (string, error) {
 	st := f.staged
 	h := sha256.New()

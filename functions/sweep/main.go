@@ -1,8 +1,9 @@
 // Command sweep is the scheduled sweep (EventBridge, rate(5 minutes)): it
 // deletes acked rows past ACK_RETENTION and unacked rows past expires_at,
 // with their objects, and the objects of rows that never committed. It
-// returns {"acked":n,"expired":m,"orphans":k}, or an error so that Lambda
-// records a failed run.
+// returns {"acked":n,"expired":m,"orphans":k}, with "unfinished":true when
+// it stopped near its deadline (the next run resumes), or an error so
+// that Lambda records a failed run.
 package main
 
 import (

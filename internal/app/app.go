@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -82,6 +81,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	a := &App{Config: cfg, Logger: log}
 	if opts.MetricsOut != nil {
 		a.Metrics = metrics.New(opts.MetricsOut, metrics.Namespace)
+		if cfg.Metrics != nil {
+			a.Metrics.Only = map[string]bool{}
+			for _, name := range cfg.Metrics {
+				a.Metrics.Only[name] = true
+			}
+		}
 	}
 	awsConfig := awsLoader(ctx, opts, log)
 	sec, err := resolveSecrets(ctx, cfg, opts.Secrets, awsConfig)
@@ -95,12 +100,13 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err == nil {
 		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))
 		a.Store.Logger = log
+		a.Store.Metrics = a.Metrics
 		if a.Store.Notifier, err = hints(cfg, awsConfig, log); err != nil {
 			err = fmt.Errorf("PUSH_ENDPOINT: %w", err)
 		}
 	}
 	if err == nil {
-		a.API, err = a.newAPI(cfg, sec.adminToken, sec.linkKey)
+		a.API, err = a.newAPI(cfg, sec.adminToken, sec.links)
 	}
 	if err != nil {
 		a.Pool.Close()
@@ -133,9 +139,9 @@ func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.
 // secrets are what New resolves before it builds anything.
 type secrets struct {
 	dbURL      string
-	rotated    *dbPassword // the password of DB_SECRET_ARN, re-read after a rotation; nil without
-	adminToken string      // "" for none
-	linkKey    string      // the download links' key; "" for none
+	rotated    *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	adminToken string               // "" for none
+	links      *downloadlink.Signer // the download links' keys; nil for none
 }
 
 // resolveSecrets reads the database URL, the admin token and the download
@@ -153,7 +159,8 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 			}
 		})
 	}
-	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken, linkKey: cfg.DownloadLinkKey}
+	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken}
+	var err error
 	if sec.dbURL == "" && cfg.DBSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.DBSecretARN)
 		if err != nil {
@@ -164,7 +171,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 		var v rdsSecret
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
-		sec.rotated = &dbPassword{sm: sm, arn: cfg.DBSecretARN, password: v.Password}
+		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
 	}
 	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
@@ -178,13 +185,21 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
 		}
 	}
-	if sec.linkKey == "" && cfg.DownloadLinkKeySecretARN != "" {
-		s, err := secretString(ctx, sm, cfg.DownloadLinkKeySecretARN)
+	switch {
+	case cfg.DownloadLinkKey != "":
+		if sec.links, err = downloadlink.New(cfg.DownloadLinkKey, cfg.DownloadLinkTTL); err != nil {
+			return secrets{}, fmt.Errorf("DOWNLOAD_LINK_KEY: %w", err)
+		}
+	case cfg.DownloadLinkKeySecretARN != "":
+		// The secret's current and previous versions, read now and again
+		// (downloadlink.NewReloading): a rotation of the secret reaches
+		// every instance, and live links outlive it.
+		arn := cfg.DownloadLinkKeySecretARN
+		sec.links, err = downloadlink.NewReloading(ctx, cfg.DownloadLinkTTL, func(ctx context.Context) (downloadlink.Keys, error) {
+			return LinkKeysFromSecret(ctx, sm, arn)
+		})
 		if err != nil {
 			return secrets{}, fmt.Errorf("DOWNLOAD_LINK_KEY_SECRET_ARN: %w", err)
-		}
-		if sec.linkKey = strings.TrimSpace(s); len(sec.linkKey) < config.MinLinkKeyLength {
-			return secrets{}, fmt.Errorf("DOWNLOAD_LINK_KEY_SECRET_ARN: key shorter than %d characters", config.MinLinkKeyLength)
 		}
 	}
 	if sec.dbURL == "" {
@@ -242,9 +257,9 @@ func openBucket(cfg config.Config, open BucketOpener, awsConfig func() (aws.Conf
 
 // newAPI returns the HTTP API over a.Store, identifying callers with
 // adminToken and, with CP_UPSTREAM_URL, the control plane's sessions, and
-// signing download links with linkKey (none without one); nil without an
+// signing download links with links (none without); nil without an
 // admin token (the sweep and migrate functions serve no API).
-func (a *App) newAPI(cfg config.Config, adminToken, linkKey string) (*httpapi.API, error) {
+func (a *App) newAPI(cfg config.Config, adminToken string, links *downloadlink.Signer) (*httpapi.API, error) {
 	if adminToken == "" {
 		return nil, nil
 	}
@@ -266,27 +281,27 @@ func (a *App) newAPI(cfg config.Config, adminToken, linkKey string) (*httpapi.AP
 	api.Metrics = a.Metrics
 	api.CORSAllowedOrigins = cfg.CORSAllowedOrigins
 	api.Limits = httpapi.LimitsOf(cfg)
-	if linkKey != "" {
-		if api.Links, err = downloadlink.New(linkKey, cfg.DownloadLinkTTL); err != nil {
-			return nil, fmt.Errorf("DOWNLOAD_LINK_KEY: %w", err)
-		}
-	}
+	api.Links = links
 	return api, nil
 }
 
 // StoreSettings are the store's settings in cfg.
 func StoreSettings(cfg config.Config) pendinguploads.Settings {
 	return pendinguploads.Settings{
-		MaxFileBytes:       cfg.MaxFileBytes,
-		InlineMaxBytes:     cfg.InlineMaxBytes,
-		TTL:                cfg.UploadTTL,
-		SweepBatch:         config.SweepBatch,
-		MultipartThreshold: cfg.MultipartThresholdBytes,
-		PartBytes:          cfg.PartBytes,
-		MaxPendingBytes:    cfg.WorkspaceMaxPendingBytes,
-		MaxPendingFiles:    cfg.WorkspaceMaxPendingFiles,
-		RequestTimeout:     cfg.RequestTimeout,
-		Scanned:            cfg.Scan.On(),
+		MaxFileBytes:            cfg.MaxFileBytes,
+		InlineMaxBytes:          cfg.InlineMaxBytes,
+		TTL:                     cfg.UploadTTL,
+		SweepBatch:              config.SweepBatch,
+		MultipartThreshold:      cfg.MultipartThresholdBytes,
+		PartBytes:               cfg.PartBytes,
+		MaxPendingBytes:         cfg.WorkspaceMaxPendingBytes,
+		MaxPendingFiles:         cfg.WorkspaceMaxPendingFiles,
+		RefuseUnknownWorkspaces: !cfg.AcceptUnknownWorkspaces,
+		RequestTimeout:          cfg.RequestTimeout,
+		Scanned:                 cfg.Scan.On(),
+
+		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
+		ActivityRetention:         cfg.ActivityRetention,
 	}
 }
 

@@ -25,6 +25,16 @@ const (
 	// DefaultIdleInTransactionTimeout ends a session whose transaction
 	// waits on its client this long.
 	DefaultIdleInTransactionTimeout = 30 * time.Second
+	// DefaultIdleSessionTimeout ends, on the server, a session that sat
+	// idle this long: a frozen Lambda sandbox's pooled connection (which
+	// its own MaxConnIdleTime cannot close while frozen) neither holds a
+	// connection slot for long nor keeps a database that pauses when
+	// idle awake (Aurora Serverless v2 pauses after 5 minutes at least
+	// without a connection). Longer than DefaultMaxConnIdleTime, so that
+	// a running process closes its own first; a connection the server
+	// closed is found dead by pgxpool's ping of a connection idle over a
+	// second, and replaced, before a request uses it.
+	DefaultIdleSessionTimeout = 2 * time.Minute
 )
 
 // newPool returns a pool on databaseURL in query mode mode, with a
@@ -74,6 +84,15 @@ func newPool(databaseURL string, mode config.QueryMode, maxConns int32, beforeCo
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
 		rp["idle_in_transaction_session_timeout"] = fmt.Sprint(DefaultIdleInTransactionTimeout.Milliseconds())
 	}
+	if _, ok := rp["idle_session_timeout"]; !ok && !pooled(cfg.ConnConfig.DefaultQueryExecMode) {
+		// A session setting of PostgreSQL 14 and newer, which a 13 refuses
+		// as a startup parameter (FATAL: unrecognized configuration
+		// parameter), failing every connection: so set after connecting,
+		// on a server that has it (server_version, reported at startup),
+		// one round trip per new connection. Behind a transaction pooler,
+		// the pooler's server connections are its own: not set.
+		cfg.AfterConnect = setIdleSessionTimeout(DefaultIdleSessionTimeout)
+	}
 	if _, ok := rp["application_name"]; !ok {
 		// A startup parameter PgBouncer and RDS Proxy pass on.
 		rp["application_name"] = "pendinguploads"
@@ -99,6 +118,33 @@ func newPool(databaseURL string, mode config.QueryMode, maxConns int32, beforeCo
 		return nil, nil, err
 	}
 	return pool, perTx, nil
+}
+
+// setIdleSessionTimeout returns an AfterConnect hook that sets the
+// session's idle_session_timeout to d on a server that has the setting
+// (PostgreSQL 14 and newer), and leaves an older one as it is.
+func setIdleSessionTimeout(d time.Duration) func(context.Context, *pgx.Conn) error {
+	set := fmt.Sprintf("SET idle_session_timeout = %d", d.Milliseconds())
+	return func(ctx context.Context, c *pgx.Conn) error {
+		if serverMajor(c.PgConn().ParameterStatus("server_version")) < 14 {
+			return nil
+		}
+		_, err := c.Exec(ctx, set)
+		return err
+	}
+}
+
+// serverMajor is the major version in a server_version such as "15.18",
+// "14.2 (Debian 14.2-1)" or "17beta1"; 0 when it has none.
+func serverMajor(v string) int {
+	n := 0
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
 }
 
 // sessionTimeouts are the settings newPool gives every session: in a

@@ -46,10 +46,13 @@ func TestPoolerTimeoutsPerTransaction(t *testing.T) {
 			if got := pool.Config().ConnConfig.DefaultQueryExecMode; got != wantMode {
 				t.Fatalf("query mode: got %v, want %v", got, wantMode)
 			}
-			for _, p := range sessionTimeouts {
+			for _, p := range []string{sessionTimeouts[0], sessionTimeouts[1], "idle_session_timeout"} {
 				if v, ok := pool.Config().ConnConfig.RuntimeParams[p]; ok {
 					t.Errorf("startup parameter %s=%s sent in exec mode", p, v)
 				}
+			}
+			if pool.Config().AfterConnect != nil {
+				t.Errorf("exec mode: a session setting made after connecting (idle_session_timeout), which the pooler would hand to other clients")
 			}
 			db := &pooledDB{db: pool, settings: perTx}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -128,8 +131,21 @@ func TestPoolerCacheStatementModeSendsTimeouts(t *testing.T) {
 		cc.RuntimeParams["statement_timeout"] != "10000" || cc.RuntimeParams["idle_in_transaction_session_timeout"] != "30000" {
 		t.Fatalf("cache_statement: per transaction %v, mode %v, startup parameters %v", perTx, cc.DefaultQueryExecMode, cc.RuntimeParams)
 	}
-	var got string
-	if err := pool.QueryRow(context.Background(), `SELECT current_setting('statement_timeout')`).Scan(&got); err != nil || got != "10s" {
-		t.Fatalf("statement_timeout: got %q, %v; want 10s", got, err)
+	if _, ok := cc.RuntimeParams["idle_session_timeout"]; ok {
+		t.Errorf("idle_session_timeout sent as a startup parameter, which PostgreSQL 13 refuses: %v", cc.RuntimeParams)
+	}
+	var got, idle string
+	if err := pool.QueryRow(context.Background(), `SELECT current_setting('statement_timeout'), current_setting('idle_session_timeout')`).Scan(&got, &idle); err != nil || got != "10s" || idle != "2min" {
+		t.Fatalf("statement_timeout, idle_session_timeout: got %q, %q, %v; want 10s, 2min", got, idle, err)
+	}
+}
+
+// TestServerMajor: idle_session_timeout is set only on a server whose
+// server_version says 14 or newer.
+func TestServerMajor(t *testing.T) {
+	for v, want := range map[string]int{"15.18": 15, "13.12": 13, "14.2 (Debian 14.2-1.pgdg120+1)": 14, "17beta1": 17, "9.6.24": 9, "": 0, "x": 0} {
+		if got := serverMajor(v); got != want {
+			t.Errorf("serverMajor(%q) = %d, want %d", v, got, want)
+		}
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 )
@@ -29,23 +30,33 @@ type dbPassword struct {
 	sm  SecretsAPI
 	arn string
 
-	mu       sync.Mutex
-	password string
+	// rereading is held while the secret is re-read: a semaphore of one,
+	// so that a connect waiting for another's re-read gives up when its
+	// own context ends (a sync.Mutex would hold it past its deadline).
+	rereading *semaphore.Weighted
+	password  atomic.Pointer[string]
 }
 
-func (p *dbPassword) current() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.password
+// newDBPassword returns the password of secret arn on sm, read as pw.
+func newDBPassword(sm SecretsAPI, arn, pw string) *dbPassword {
+	p := &dbPassword{sm: sm, arn: arn, rereading: semaphore.NewWeighted(1)}
+	p.password.Store(&pw)
+	return p
 }
+
+func (p *dbPassword) current() string { return *p.password.Load() }
 
 // refresh re-reads the secret after refused was refused. It reports
 // whether it found another password (AWSCURRENT, else AWSPENDING).
-// Another connect may have refreshed it already: then it is kept.
+// Another connect may have refreshed it already: then it is kept. It
+// waits for another connect's re-read at most until ctx ends, and then
+// returns ctx's error.
 func (p *dbPassword) refresh(ctx context.Context, refused string) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.password != refused {
+	if err := p.rereading.Acquire(ctx, 1); err != nil {
+		return false, err
+	}
+	defer p.rereading.Release(1)
+	if p.current() != refused {
 		return true, nil
 	}
 	var errs []error
@@ -61,7 +72,7 @@ func (p *dbPassword) refresh(ctx context.Context, refused string) (bool, error) 
 			continue
 		}
 		if v.Password != "" && v.Password != refused {
-			p.password = v.Password
+			p.password.Store(&v.Password)
 			return true, nil
 		}
 	}
@@ -116,7 +127,7 @@ func (p *RotatingPool) ready(ctx context.Context) error {
 			return err
 		}
 		if ok, rerr := p.password.refresh(ctx, refused); !ok {
-			return fmt.Errorf("%w (re-reading the secret: %v)", err, rerr)
+			return fmt.Errorf("%w (re-reading the secret: %w)", err, rerr)
 		}
 	}
 }

@@ -12,8 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/pendinguploads/pendinguploads/internal/config"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 )
 
 // SecretsAPI is the one Secrets Manager call the service makes.
@@ -30,6 +32,49 @@ type rdsSecret struct {
 	Username string          `json:"username"`
 	Password string          `json:"password"`
 	DBName   string          `json:"dbname"`
+}
+
+// LinkKeysFromSecret reads the download links' keys from the secret arn
+// (a plain string, at least config.MinLinkKeyLength characters): its
+// version at AWSCURRENT, created when it replaced the one at AWSPREVIOUS
+// (the rotation), and that one, accepted for the links' overlap (none
+// before the first rotation). Putting a new value moves both labels at
+// once (PutSecretValue: "If you don't include VersionStages, then Secrets
+// Manager automatically moves the staging label AWSCURRENT to this
+// version. [...] If this operation moves the staging label AWSCURRENT
+// from another version to this version, then Secrets Manager also
+// automatically moves the staging label AWSPREVIOUS to the version that
+// AWSCURRENT was removed from",
+// https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_PutSecretValue.html;
+// likewise UpdateSecretVersionStage,
+// https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_UpdateSecretVersionStage.html).
+// A previous value too short to have been a key is left out.
+func LinkKeysFromSecret(ctx context.Context, sm SecretsAPI, arn string) (downloadlink.Keys, error) {
+	cur, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return downloadlink.Keys{}, err
+	}
+	if cur.SecretString == nil {
+		return downloadlink.Keys{}, errors.New("secret has no string value")
+	}
+	k := downloadlink.Keys{Current: strings.TrimSpace(*cur.SecretString)}
+	if len(k.Current) < config.MinLinkKeyLength {
+		return downloadlink.Keys{}, fmt.Errorf("key shorter than %d characters", config.MinLinkKeyLength)
+	}
+	if cur.CreatedDate != nil {
+		k.Rotated = *cur.CreatedDate
+	}
+	prev, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String("AWSPREVIOUS")})
+	var notFound *smtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		// No rotation yet: no version holds AWSPREVIOUS.
+	case err != nil:
+		return downloadlink.Keys{}, fmt.Errorf("AWSPREVIOUS: %w", err)
+	case prev.SecretString != nil && len(strings.TrimSpace(*prev.SecretString)) >= config.MinLinkKeyLength:
+		k.Previous = strings.TrimSpace(*prev.SecretString)
+	}
+	return k, nil
 }
 
 // secretString fetches the current value of a secret.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,8 +14,9 @@ import (
 // ErrInvalid without a query.
 const MaxTokenBytes = 512
 
-// Errors of a bearer's look-up (the store's). HTTP answers both with the
-// same 401: a caller learns nothing of whose token it holds.
+// Errors of a bearer's look-up (the store's). HTTP answers ErrInvalid and
+// ErrNotAllowed with the same 401: a caller learns nothing of whose token
+// it holds. ErrUnanchored names the token's own state, to its holder.
 var (
 	// ErrInvalid: no live token has this hash (unknown, revoked,
 	// expired), or a bearer too long to be any.
@@ -23,6 +25,12 @@ var (
 	// call names: another workspace's token, or an org token anchored to
 	// another org.
 	ErrNotAllowed = errors.New("auth: token not allowed for this workspace")
+	// ErrUnanchored: a live org token without an anchor workspace
+	// (org_api_tokens.org_id NULL: never set, or its anchor deleted), on
+	// a deployment that does not keep the platform's legacy rule that
+	// such a token acts on every workspace. Its own answer: the token's
+	// holder must have it anchored again, not ask for another workspace.
+	ErrUnanchored = errors.New("auth: org token without an anchor workspace")
 )
 
 // Errors of Identify besides ErrInvalid and ErrSessionUnavailable.
@@ -30,6 +38,10 @@ var (
 	// ErrMissing: no bearer token (only the Bearer scheme counts), and no
 	// session cookie that this deployment checks.
 	ErrMissing = errors.New("auth: missing credentials")
+	// ErrMissingScheme is ErrMissing when an Authorization header was sent
+	// with another scheme than Bearer, or none (a bare token): it wraps
+	// ErrMissing, and tells the caller what to add.
+	ErrMissingScheme = fmt.Errorf("%w: Authorization without the Bearer scheme", ErrMissing)
 	// ErrForeignOrigin: a session cookie on a request that another site's
 	// page may have made (cross-site request forgery): the browser does
 	// not say Sec-Fetch-Site same-origin, and its Origin is not one of
@@ -79,7 +91,8 @@ func BearerToken(r *http.Request) string {
 // Without a bearer, a Cookie is a session when Sessions is set: a
 // request from a foreign origin is ErrForeignOrigin, before the control
 // plane is asked; a refused cookie ErrInvalid; a control plane without a
-// verdict ErrSessionUnavailable. Otherwise ErrMissing.
+// verdict ErrSessionUnavailable. Otherwise ErrMissing; ErrMissingScheme
+// when an Authorization header came with another scheme, or none.
 func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 	if tok := BearerToken(r); tok != "" {
 		// Hash first, then compare fixed-size digests in constant time: the
@@ -95,6 +108,11 @@ func (a *Authenticator) Identify(r *http.Request) (*Identity, error) {
 	}
 	cookies := r.Header.Values("Cookie")
 	if a.Sessions == nil || len(cookies) == 0 {
+		if h := r.Header.Get("Authorization"); h != "" {
+			if scheme, _, _ := strings.Cut(h, " "); !strings.EqualFold(scheme, "Bearer") {
+				return nil, ErrMissingScheme
+			}
+		}
 		return nil, ErrMissing
 	}
 	if !a.sameSite(r) {

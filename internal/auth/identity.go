@@ -47,8 +47,8 @@ func (k Kind) String() string {
 }
 
 // Identity is who one request acts as. Authenticator.Identify makes it
-// from what the request presents, AdminIdentity and TokenIdentity for
-// programs without a request, Found from a bearer's: its fields are
+// from what the request presents, TokenIdentity for programs without a
+// request (AdminIdentity for tests), Found from a bearer's: its fields are
 // unexported, so no other package can assemble one, and the zero value
 // (or nil) names no credential and is refused by Check before any I/O.
 // An Identity is never changed once made, and so is safe for concurrent
@@ -70,8 +70,10 @@ type Identity struct {
 	settled bool
 }
 
-// AdminIdentity is the admin's identity, for programs that act with the
-// platform's authority without a request (tests, tools).
+// AdminIdentity is the admin's identity, as Identify makes it for the
+// admin token, for tests that act as the admin. No code outside this
+// package calls it (TestAdminIdentityOnlyInAuth): a program that needs
+// an authority gets one of its own, narrow and named for it.
 func AdminIdentity() *Identity { return &Identity{kind: Admin, tokenPrefix: "admin", settled: true} }
 
 // TokenIdentity is the identity of a bearer token still to be looked up

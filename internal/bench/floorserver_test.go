@@ -49,9 +49,11 @@ func (f *floorServer) handler() http.Handler {
 }
 
 // guardSQL is the store's caller check (callerMayAct: pendinguploads/access.go,
-// mayActSQL) for a database without org tokens: the bearer's hash ($h) is
-// a live token of workspace $w, a NULL hash standing for
-// @caller_trusted (the same plan: a constant that holds or not).
+// mayActSQL) for a database without org tokens, as it read the token
+// tables in every statement (the store now reads them once a
+// transaction and keeps the verdict): the bearer's hash ($h) is a live
+// token of workspace $w, a NULL hash standing for @caller_trusted (the
+// same plan: a constant that holds or not).
 func guardSQL(h, w int) string {
 	return `($` + strconv.Itoa(h) + `::bytea IS NULL OR EXISTS (
 		SELECT 1 FROM workspace_auth_tokens tok
@@ -274,7 +276,8 @@ func (f *floorServer) content(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", mime)
 	h.Set("Content-Length", strconv.FormatInt(size, 10))
 	h.Set("Content-Disposition", sanitize.ContentDisposition(name))
-	h.Set("Content-Digest", sanitize.ContentDigest(sum))
+	h.Set("Repr-Digest", sanitize.Digest(sum))
+	h.Set("Content-Digest", sanitize.Digest(sum))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("Accept-Ranges", "bytes")

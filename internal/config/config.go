@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/limits"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // Config is every setting of the service: the environment variables of
@@ -49,6 +51,12 @@ type Config struct {
 	WorkspaceMaxPendingBytes int64
 	WorkspaceMaxPendingFiles int64
 
+	// AcceptUnknownWorkspaces (ACCEPT_UNKNOWN_WORKSPACES, default false):
+	// on the service's own database, stage for any workspace UUID, not
+	// only one a token was ever made for (pendinguploads.Settings,
+	// RefuseUnknownWorkspaces).
+	AcceptUnknownWorkspaces bool
+
 	// MultipartThresholdBytes (MULTIPART_THRESHOLD_BYTES) and PartBytes
 	// (MULTIPART_PART_BYTES): a presigned file above the threshold goes to
 	// the bucket in parts of PartBytes (the last one shorter), for a
@@ -58,6 +66,11 @@ type Config struct {
 
 	UploadTTL    time.Duration // UPLOAD_TTL
 	AckRetention time.Duration // ACK_RETENTION (negative means 0)
+	// ActivityRetention (ACTIVITY_RETENTION) is how long the sweep keeps
+	// the activity_logs rows this service wrote, on a standalone database
+	// (where the table is ours); 0 keeps them. On the platform's database
+	// the table is the platform's and the sweep never touches it.
+	ActivityRetention time.Duration
 	// RequestTimeout (REQUEST_TIMEOUT) bounds a request's calls to
 	// Postgres and S3; a commit of presigned uploads gets more, for the
 	// bytes it copies (pendinguploads.CommitTimeout).
@@ -65,6 +78,12 @@ type Config struct {
 
 	S3Endpoint       string // S3_ENDPOINT
 	S3ForcePathStyle bool   // S3_FORCE_PATH_STYLE
+
+	// AcceptUnanchoredOrgTokens (ACCEPT_UNANCHORED_ORG_TOKENS, default
+	// false) lets an org token without an anchor workspace act on every
+	// workspace, the platform's legacy rule; false refuses it
+	// (pendinguploads.Settings.AcceptUnanchoredOrgTokens).
+	AcceptUnanchoredOrgTokens bool
 
 	// SecretsEndpoint (SECRETS_MANAGER_ENDPOINT) points Secrets Manager
 	// calls at a local endpoint (moto) instead of AWS.
@@ -79,6 +98,12 @@ type Config struct {
 	// subscribe at; PushAuthorizer (PUSH_AUTHORIZER) the custom
 	// authorizer's name clients present. Unset: no push (see internal/push).
 	PushEndpoint, PushAuthorizer string
+
+	// Metrics (METRICS) are the names of the custom metrics the service
+	// emits (metrics.Names), comma-separated; unset or "all": every one
+	// (nil). The template's Monitoring=essential sets the one its alarm
+	// reads, so an idle stack bills one custom metric, not seven.
+	Metrics []string
 
 	// CPUpstreamURL (CP_UPSTREAM_URL) and OrgSlug (MOLECULE_ORG_SLUG),
 	// both set or neither, turn session cookies on: a request without a
@@ -145,6 +170,10 @@ const (
 	DefaultWorkspaceMaxPendingBytes = 5 << 30
 	DefaultWorkspaceMaxPendingFiles = 10_000
 	DefaultAckRetention             = time.Hour
+	// DefaultActivityRetention is ACTIVITY_RETENTION's default, 30 days:
+	// a month of receipts for an operator to read back, about 520 bytes a
+	// file (issue 41).
+	DefaultActivityRetention = 30 * 24 * time.Hour
 	// DefaultRequestTimeout is REQUEST_TIMEOUT's default: with the 2 s of
 	// cleanup after a failure, a 503 within API.md's 15 s.
 	DefaultRequestTimeout = 10 * time.Second
@@ -224,6 +253,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.readDurations(getenv, &errs)
 	c.readOrigins(getenv, &errs)
 	c.readScan(getenv, &errs)
+	errs.add(c.readMetrics(getenv))
 	errs.add(c.checkSessions())
 	c.checkNeeds(need, &errs)
 	if err := errors.Join(errs...); err != nil {
@@ -260,23 +290,52 @@ func (c *Config) readSizes(getenv func(string) string, errs *errorList) {
 	errs.add(err)
 }
 
-// readDatabase reads DB_PORT, DATABASE_QUERY_MODE and S3_FORCE_PATH_STYLE.
+// readMetrics reads METRICS: "all" (or unset) or metric names.
+func (c *Config) readMetrics(getenv func(string) string) error {
+	v := strings.TrimSpace(getenv("METRICS"))
+	if v == "" || v == "all" {
+		return nil
+	}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(metrics.Names, name) {
+			return fmt.Errorf("METRICS: %q is not a metric of the service (want all, or names of internal/metrics)", name)
+		}
+		c.Metrics = append(c.Metrics, name)
+	}
+	return nil
+}
+
+// readDatabase reads DB_PORT, DATABASE_QUERY_MODE, S3_FORCE_PATH_STYLE,
+// ACCEPT_UNANCHORED_ORG_TOKENS and ACCEPT_UNKNOWN_WORKSPACES.
 func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	var err error
 	c.DBEndpoint.Port, err = portVar(getenv, "DB_PORT")
 	errs.add(err)
 	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
 	errs.add(err)
-	if v := strings.TrimSpace(getenv("S3_FORCE_PATH_STYLE")); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs.add(fmt.Errorf("S3_FORCE_PATH_STYLE: want true or false, got %q", v))
-		}
-		c.S3ForcePathStyle = b
-	}
+	c.S3ForcePathStyle, err = boolVar(getenv, "S3_FORCE_PATH_STYLE")
+	errs.add(err)
+	c.AcceptUnanchoredOrgTokens, err = boolVar(getenv, "ACCEPT_UNANCHORED_ORG_TOKENS")
+	errs.add(err)
+	c.AcceptUnknownWorkspaces, err = boolVar(getenv, "ACCEPT_UNKNOWN_WORKSPACES")
+	errs.add(err)
 }
 
-// readDurations reads UPLOAD_TTL, ACK_RETENTION and REQUEST_TIMEOUT, and
+// boolVar reads the boolean variable name: unset or empty is false.
+func boolVar(getenv func(string) string, name string) (bool, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: want true or false, got %q", name, v)
+	}
+	return b, nil
+}
+
+// readDurations reads UPLOAD_TTL, ACK_RETENTION, ACTIVITY_RETENTION and REQUEST_TIMEOUT, and
 // holds the first two's sum under the bucket's backstop rule when there
 // is a bucket.
 func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
@@ -294,6 +353,11 @@ func (c *Config) readDurations(getenv func(string) string, errs *errorList) {
 	c.AckRetention, err = durationVar(getenv, "ACK_RETENTION", DefaultAckRetention)
 	errs.add(err)
 	c.AckRetention = max(c.AckRetention, 0)
+	c.ActivityRetention, err = durationVar(getenv, "ACTIVITY_RETENTION", DefaultActivityRetention)
+	errs.add(err)
+	if err == nil && c.ActivityRetention < 0 {
+		errs.add(fmt.Errorf("ACTIVITY_RETENTION: want 0 (keep) or more, got %s", c.ActivityRetention))
+	}
 	if c.ContentBucket != "" && c.UploadTTL+c.AckRetention >= maxRowLife {
 		errs.add(fmt.Errorf("UPLOAD_TTL: with ACK_RETENTION must stay under %s (the bucket's backstop rule), got %s + %s",
 			maxRowLife, c.UploadTTL, c.AckRetention))

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.InlineMaxBytes != 262144 || c.MaxRequestBytes != 4194304 || c.MaxFileBytes != 26214400 ||
 		c.UploadTTL != 24*time.Hour || c.AckRetention != time.Hour || c.ContentBucket != "" || c.S3ForcePathStyle ||
-		c.RequestTimeout != 10*time.Second {
+		c.RequestTimeout != 10*time.Second || c.AcceptUnanchoredOrgTokens {
 		t.Fatalf("defaults: got %+v", c)
 	}
 }
@@ -51,17 +52,20 @@ func TestNegativeRetentionIsZero(t *testing.T) {
 // TestBadValuesNameTheVariable: every refusal says which variable.
 func TestBadValuesNameTheVariable(t *testing.T) {
 	cases := map[string]map[string]string{
-		"INLINE_MAX_BYTES":       {"INLINE_MAX_BYTES": "lots"},
-		"MAX_REQUEST_BYTES":      {"MAX_REQUEST_BYTES": "-1"},
-		"MAX_FILE_BYTES":         {"MAX_FILE_BYTES": "104857601"},
-		"UPLOAD_TTL":             {"UPLOAD_TTL": "a day"},
-		"ACK_RETENTION":          {"ACK_RETENTION": "1 hour"},
-		"S3_FORCE_PATH_STYLE":    {"S3_FORCE_PATH_STYLE": "yes please"},
-		"ADMIN_TOKEN":            {"ADMIN_TOKEN": "short"},
-		"DATABASE_URL":           {},
-		"ADMIN_TOKEN_SECRET_ARN": {"DATABASE_URL": "postgres://x"},
-		"DATABASE_QUERY_MODE":    {"DATABASE_QUERY_MODE": "simple_protocol"},
-		"REQUEST_TIMEOUT":        {"REQUEST_TIMEOUT": "10"},
+		"INLINE_MAX_BYTES":             {"INLINE_MAX_BYTES": "lots"},
+		"MAX_REQUEST_BYTES":            {"MAX_REQUEST_BYTES": "-1"},
+		"MAX_FILE_BYTES":               {"MAX_FILE_BYTES": "104857601"},
+		"UPLOAD_TTL":                   {"UPLOAD_TTL": "a day"},
+		"ACK_RETENTION":                {"ACK_RETENTION": "1 hour"},
+		"S3_FORCE_PATH_STYLE":          {"S3_FORCE_PATH_STYLE": "yes please"},
+		"ACCEPT_UNANCHORED_ORG_TOKENS": {"ACCEPT_UNANCHORED_ORG_TOKENS": "legacy"},
+		"ADMIN_TOKEN":                  {"ADMIN_TOKEN": "short"},
+		"DATABASE_URL":                 {},
+		"ADMIN_TOKEN_SECRET_ARN":       {"DATABASE_URL": "postgres://x"},
+		"DATABASE_QUERY_MODE":          {"DATABASE_QUERY_MODE": "simple_protocol"},
+		"REQUEST_TIMEOUT":              {"REQUEST_TIMEOUT": "10"},
+		"METRICS":                      {"METRICS": "pending_uploads_backlog_oldest_age_seconds,cpu"},
+		"ACTIVITY_RETENTION":           {"ACTIVITY_RETENTION": "-1h"},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -71,6 +75,15 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ActivityRetention", func(t *testing.T) {
+		if c := config.Defaults(); c.ActivityRetention != 30*24*time.Hour {
+			t.Errorf("default: got %v, want 720h", c.ActivityRetention)
+		}
+		c, err := config.Load(env(map[string]string{"ACTIVITY_RETENTION": "0"}), 0)
+		if err != nil || c.ActivityRetention != 0 {
+			t.Errorf("0: got %v, %v; want 0 (keep)", c.ActivityRetention, err)
+		}
+	})
 	t.Run("ZeroFileCap", func(t *testing.T) {
 		_, err := config.Load(env(map[string]string{"MAX_FILE_BYTES": "0"}), 0)
 		if err == nil || !strings.Contains(err.Error(), "MAX_FILE_BYTES") {
@@ -81,6 +94,12 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		_, err := config.Load(env(map[string]string{"CONTENT_BUCKET": "b", "UPLOAD_TTL": "71h", "ACK_RETENTION": "2h"}), 0)
 		if err == nil || !strings.Contains(err.Error(), "UPLOAD_TTL") {
 			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("AcceptUnanchoredOrgTokens", func(t *testing.T) {
+		c, err := config.Load(env(map[string]string{"ACCEPT_UNANCHORED_ORG_TOKENS": "true"}), 0)
+		if err != nil || !c.AcceptUnanchoredOrgTokens {
+			t.Fatalf("got %v, %v; want true", c.AcceptUnanchoredOrgTokens, err)
 		}
 	})
 	t.Run("FileCapUpTo100MiB", func(t *testing.T) {
@@ -201,6 +220,21 @@ func TestDBEndpoint(t *testing.T) {
 	for _, bad := range []string{"0", "65536", "port", "-1"} {
 		if _, err := config.Load(env(map[string]string{"DB_PORT": bad}), 0); err == nil || !strings.Contains(err.Error(), "DB_PORT") {
 			t.Errorf("DB_PORT=%q: got %v, want an error naming DB_PORT", bad, err)
+		}
+	}
+}
+
+// TestMetrics: METRICS unset or "all" emits every metric (nil); a list
+// keeps those names, in order.
+func TestMetrics(t *testing.T) {
+	for v, want := range map[string][]string{
+		"":    nil,
+		"all": nil,
+		"pending_uploads_backlog_oldest_age_seconds, pending_uploads_staged": {"pending_uploads_backlog_oldest_age_seconds", "pending_uploads_staged"},
+	} {
+		c, err := config.Load(env(map[string]string{"METRICS": v}), 0)
+		if err != nil || !slices.Equal(c.Metrics, want) {
+			t.Errorf("METRICS=%q: got %v, %v, want %v", v, c.Metrics, err, want)
 		}
 	}
 }

@@ -255,6 +255,23 @@ func TestAnswersMatchDocument(t *testing.T) {
 	unsat.Header.Set("Range", "bytes=100-")
 	c.do("content unsatisfiable Range", unsat, http.StatusRequestedRangeNotSatisfiable)
 
+	// link, and the download route: every answer class, each with
+	// Referrer-Policy as the document requires.
+	minted := decode[struct {
+		URL string `json:"url"`
+	}](t, "link", c.do("link 200", request(t, "POST", base+"/pending-uploads/"+small+"/link", tok, "", nil), http.StatusOK))
+	link := base + "/pending-uploads/" + small + "/" + minted.URL
+	c.do("download 200", request(t, "GET", link, "", "", nil), http.StatusOK)
+	dranged := request(t, "GET", link, "", "", nil)
+	dranged.Header.Set("Range", "bytes=1-2")
+	c.do("download Range", dranged, http.StatusPartialContent)
+	dunsat := request(t, "GET", link, "", "", nil)
+	dunsat.Header.Set("Range", "bytes=100-")
+	c.do("download unsatisfiable Range", dunsat, http.StatusRequestedRangeNotSatisfiable)
+	c.do("download unknown parameter", request(t, "GET", link+"&x=1", "", "", nil), http.StatusBadRequest)
+	c.do("download bad query", request(t, "GET", strings.ReplaceAll(link, "&", ";"), "", "", nil), http.StatusBadRequest)
+	c.do("download altered", request(t, "GET", strings.Replace(link, "signature=", "signature=x", 1), "", "", nil), http.StatusForbidden)
+
 	// ack
 	c.do("ack 200", request(t, "POST", base+"/pending-uploads/"+small+"/ack", tok, "", nil), http.StatusOK)
 	c.do("ack again 200", request(t, "POST", base+"/pending-uploads/"+small+"/ack", tok, "", nil), http.StatusOK)
@@ -287,6 +304,9 @@ func TestAnswersMatchDocument(t *testing.T) {
 		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content 307", "GET /workspaces/{workspaceId}/pending-uploads/{fileId}/content 404",
 		"POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack 200", "POST /workspaces/{workspaceId}/pending-uploads/{fileId}/ack 404",
 		"GET /uploads/limits 200",
+		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/download 200", "GET /workspaces/{workspaceId}/pending-uploads/{fileId}/download 206",
+		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/download 400", "GET /workspaces/{workspaceId}/pending-uploads/{fileId}/download 403",
+		"GET /workspaces/{workspaceId}/pending-uploads/{fileId}/download 416",
 	} {
 		if !c.seen[want] {
 			t.Errorf("no answer %s was validated", want)

@@ -26,7 +26,10 @@
 // (deploy_test.go); its route list beside the platform is openapi.yaml's
 // operations (routelist_test.go); its deployer's IAM table is
 // testdata/deployer-permissions.yaml rendered, with a row for every
-// resource type a translated shape creates (deployer_test.go).
+// resource type a translated shape creates (deployer_test.go). What each
+// shape costs a month idle (idle_test.go) is priced from the table in
+// idleprices_test.go, every resource type priced or listed as free at
+// rest, docs/capacity.md's idle tables checked against it.
 // scripts/ensure-tools.sh, which make
 // test runs first, names the missing Debian packages before it installs
 // them, and with INSTALL=0 installs nothing and stops with the apt-get

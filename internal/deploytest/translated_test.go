@@ -27,10 +27,13 @@ var translatedShapes = map[string]map[string]string{
 	// An existing network and database (docs/deploy.md).
 	"BesideThePlatform": besideThePlatform,
 	// The stack's own database behind an RDS Proxy, with push on, in the
-	// zones given (where IoT Core's data endpoint is).
+	// zones given (where IoT Core's data endpoint is), and every alarm,
+	// the dashboard and every metric (Monitoring=full): each resource type
+	// the template can create is in one shape or another.
 	"PushAndProxy": {"EnableDatabaseProxy": "true", "PushEndpoint": "a1b2c3d4e5f6g7-ats.iot.us-east-1.amazonaws.com",
-		"AvailabilityZoneA": givenZones[0], "AvailabilityZoneB": givenZones[1]},
-	// Malware scanning by GuardDuty (docs/scanning.md).
+		"AvailabilityZoneA": givenZones[0], "AvailabilityZoneB": givenZones[1], "Monitoring": "full"},
+	// Malware scanning by GuardDuty (docs/scanning.md), at the default
+	// Monitoring=essential: the scan alarm it keeps within the free tier.
 	"Scanned": {"MalwareScanning": "guardduty"},
 }
 

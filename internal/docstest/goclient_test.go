@@ -91,3 +91,54 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientTestedAtUsersVersions: the client's tests that need the whole
+// service (internal/clienttest, pendingctl) build the client in the
+// server's module, whose requirements raise the client's own; a workspace
+// program that requires the client alone gets client/go.mod's minimums.
+// Every module the client's packages and tests link is selected at the
+// same version in both, so what is tested is what users get: raise
+// client/go.mod's minimums with the server's (cd client && go get
+// MODULE@VERSION && go mod tidy).
+func TestClientTestedAtUsersVersions(t *testing.T) {
+	root := root(t)
+	list := func(dir string, args ...string) map[string]string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
+		out, err := cmd.Output()
+		if err != nil {
+			msg := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				msg = string(ee.Stderr)
+			}
+			t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, msg)
+		}
+		versions := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				versions[f[0]] = f[1]
+			}
+		}
+		return versions
+	}
+	clientDir := filepath.Join(root, "client")
+	// The modules of the client's packages and their tests, at the
+	// versions the client module alone selects (what `go get` users get).
+	linked := list(clientDir, "list", "-deps", "-test", "-f", "{{with .Module}}{{if .Version}}{{.Path}} {{.Version}}{{end}}{{end}}", "./...")
+	server := list(root, "list", "-m", "-f", "{{.Path}} {{.Version}}", "all")
+	if len(linked) < 3 {
+		t.Fatalf("the client links modules %v; expected paho, flock, x/sync and more", linked)
+	}
+	for path, users := range linked {
+		tested, ok := server[path]
+		if !ok {
+			t.Errorf("the client links %s %s, which the server's module does not select", path, users)
+			continue
+		}
+		if tested != users {
+			t.Errorf("%s: the client's tests in the server's module run at %s, its users get client/go.mod's %s", path, tested, users)
+		}
+	}
+}

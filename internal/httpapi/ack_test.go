@@ -89,7 +89,7 @@ func TestAck(t *testing.T) {
 			{"OtherWorkspacesToken", otherTok},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				wantError(t, post(t, ackURL(srv, other.String(), f.FileID), tt.token, "", nil), http.StatusNotFound, msgNotYours, nil)
+				wantError(t, post(t, ackURL(srv, other.String(), f.FileID), tt.token, "", nil), http.StatusNotFound, msgGone, nil)
 				if _, acked := timestamps(t, srv, f.FileID); acked != nil {
 					t.Errorf("acked_at: got %v, want nil", acked)
 				}
@@ -108,8 +108,8 @@ func TestAck(t *testing.T) {
 		f := stage(t, srv, owner, "theirs", "", "t")
 		wantAcked(t, post(t, ackURL(srv, owner.String(), f.FileID), srv.AdminToken, "", nil))
 		res := post(t, ackURL(srv, other.String(), f.FileID), srv.WorkspaceToken(t, other), "", nil)
-		wantError(t, res, http.StatusNotFound, msgNotYours, nil)
-		if strings.Contains(string(res.body), "acked\"") {
+		wantError(t, res, http.StatusNotFound, msgGone, nil)
+		if strings.Contains(string(res.body), `"acked":`) {
 			t.Errorf("body: got %s, want no ack", res.body)
 		}
 	})

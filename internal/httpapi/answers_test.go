@@ -109,9 +109,9 @@ func TestStoreErrorsAnswered(t *testing.T) {
 			{pendinguploads.ErrUploadCommitted, 409, "upload already committed", upload},
 		},
 		"List":  {{pendinguploads.ErrBadCursor, 400, "invalid cursor", nil}},
-		"Fetch": {{pendinguploads.ErrNotFound, 404, msgExpired, nil}, {pendinguploads.ErrWrongWorkspace, 404, msgNotYours, nil}},
+		"Fetch": {{pendinguploads.ErrNotFound, 404, msgExpired, nil}},
 		"Open":  {{pendinguploads.ErrNotFound, 404, msgExpired, nil}},
-		"Ack":   {{pendinguploads.ErrNotFound, 404, msgGone, nil}, {pendinguploads.ErrWrongWorkspace, 404, msgNotYours, nil}},
+		"Ack":   {{pendinguploads.ErrNotFound, 404, msgGone, nil}},
 	}
 	for method, req := range storeRequests {
 		for _, a := range append(own[method], everywhere...) {

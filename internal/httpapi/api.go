@@ -81,6 +81,13 @@ type API struct {
 	// answer 500 (the content function, which serves them, never starts
 	// without a key).
 	Links *downloadlink.Signer
+	// AfterAnswer, when set, runs work (the caller's token stamp,
+	// last_used_at, bounded by pendinguploads.CleanupBudget) off the
+	// answer's path: serve hands it over and returns. A Lambda answer
+	// is sent only once the handler returns, buffered whole, so a stamp
+	// run in serve would sit in front of it (lambdafn sets this). nil:
+	// serve runs work before it returns.
+	AfterAnswer func(work func())
 }
 
 // New returns the API over store (in production a
@@ -112,7 +119,7 @@ func (a *API) Mux() http.Handler { return a.Handler(Routes...) }
 // serve runs rt's handler with the request's call (callOf), answers the
 // error it returns, and stamps the caller's token when its look-up said
 // a stamp is due (at most once a minute: the one extra round trip, and a
-// rare one).
+// rare one), through AfterAnswer when set.
 func (a *API) serve(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := rt.checkQuery(r.URL.RawQuery)
@@ -126,14 +133,22 @@ func (a *API) serve(rt Route) http.HandlerFunc {
 			a.fail(w, r, a.verifyBeforeRefusal(r, err))
 		}
 		if stamp := auth.TakeStamp(r.Context()); stamp != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
-			stamp(ctx)
-			cancel()
+			work := func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pendinguploads.CleanupBudget)
+				defer cancel()
+				stamp(ctx)
+			}
+			if a.AfterAnswer != nil {
+				a.AfterAnswer(work)
+			} else {
+				work()
+			}
 		}
 	}
 }
 
-// front routes a request to mux only when its method and path are those
+// front sets the Header of the routes whose path a request has (whatever
+// its method), then routes it to mux only when its method and path are those
 // of one of routes, with RequestTimeout on its context and, unless the
 // route is public or the request a CORS preflight, the caller's identity
 // (auth.Authenticator.Identify; a refusal is answered here). ServeMux
@@ -148,6 +163,7 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), a.requestTimeout())
 		defer cancel()
 		r = r.WithContext(context.WithValue(ctx, withoutDeadlineKey{}, r.Context()))
+		setRouteHeaders(w.Header(), routes, r.URL.EscapedPath())
 		var allow []string
 		if p := r.URL.Path; p != "" && path.Clean(p) == p {
 			for _, rt := range routes {
@@ -181,6 +197,19 @@ func (a *API) front(mux *http.ServeMux, routes []Route) http.Handler {
 		}
 		a.notFound(w, r)
 	})
+}
+
+// setRouteHeaders sets on h the Header of each of routes whose path p
+// has, whatever the method: before anything answers the request.
+func setRouteHeaders(h http.Header, routes []Route, p string) {
+	for _, rt := range routes {
+		if len(rt.Header) == 0 || !matchPath(rt.Path, p) {
+			continue
+		}
+		for k, v := range rt.Header {
+			h[k] = slices.Clone(v)
+		}
+	}
 }
 
 // checkQuery refuses a query string that does not parse (errBadQuery) or

@@ -67,9 +67,9 @@ func TestAuth(t *testing.T) {
 		want          string
 	}{
 		{"MissingNoHeader", "", msgMissing},
-		{"MissingBasic", "Basic dXNlcjpwYXNz", msgMissing},
-		{"MissingOtherScheme", "Token " + tok, msgMissing},
-		{"MissingBareToken", tok, msgMissing},
+		{"MissingBasic", "Basic dXNlcjpwYXNz", msgNoScheme},
+		{"MissingOtherScheme", "Token " + tok, msgNoScheme},
+		{"MissingBareToken", tok, msgNoScheme},
 		{"MissingEmptyBearer", "Bearer ", msgMissing},
 		{"InvalidUnknownToken", "Bearer pu_unknownunknownunknownunknownunknown", msgInvalid},
 		{"InvalidNotATokenAtAll", "Bearer nope", msgInvalid},

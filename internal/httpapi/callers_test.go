@@ -254,15 +254,20 @@ func (o *orgSetup) mintOrgToken(t *testing.T, anchor *uuid.UUID) string {
 
 // TestOrgTokensOverHTTP: an org API token acts on every workspace of its
 // org, every route; anchored to another org it is 401 with nothing stored
-// and nothing read (the file's fetched_at and acked_at unchanged).
+// and nothing read (the file's fetched_at and acked_at unchanged); so is
+// an unanchored one (never anchored, or its anchor workspace deleted: issue
+// 43's probe), with a code of its own.
 func TestOrgTokensOverHTTP(t *testing.T) {
 	t.Parallel()
 	o := newOrgSetup(t, apptest.Options{})
 	srv := o.srv
 	mine, theirs := o.mintOrgToken(t, &o.root1), o.mintOrgToken(t, &o.root2)
 	unanchored := o.mintOrgToken(t, nil)
+	anchorGone := o.mintOrgToken(t, &o.kid2)
+	wantError(t, get(t, listURL(srv, o.child1.String()), anchorGone), http.StatusUnauthorized, msgInvalid, nil)
+	sqlExec(t, srv, `DELETE FROM workspaces WHERE id = $1`, o.kid2) // the platform sets the token's org_id NULL
 
-	for _, tok := range []string{mine, unanchored} {
+	for _, tok := range []string{mine} {
 		up := uploadParts(t, srv, o.root1.String(), tok, file("b.txt", "text/plain", "via org token"))[0]
 		wantStatus(t, get(t, listURL(srv, o.child1.String()), tok), http.StatusOK)
 		res := get(t, contentURL(srv, o.child1.String(), o.file.FileID), tok)
@@ -284,12 +289,39 @@ func TestOrgTokensOverHTTP(t *testing.T) {
 			wantError(t, res, http.StatusUnauthorized, "invalid workspace auth token", nil)
 		})
 	}
+	for _, tok := range []string{unanchored, anchorGone} {
+		for name, res := range map[string]result{
+			"Upload":  post(t, uploadsURL(srv, o.child1.String()), tok, ctype, body),
+			"List":    get(t, listURL(srv, o.child1.String()), tok),
+			"Content": get(t, contentURL(srv, o.child1.String(), o.file.FileID), tok),
+			"Ack":     post(t, ackURL(srv, o.child1.String(), o.file.FileID), tok, "", nil),
+			"BadBody": post(t, uploadsURL(srv, o.child1.String()), tok, "text/plain", []byte("x")),
+		} {
+			t.Run("Unanchored"+name, func(t *testing.T) {
+				wantError(t, res, http.StatusUnauthorized, msgUnanchored, nil)
+			})
+		}
+	}
 	if u, a := rowCounts(t, srv, o.child1); u != uploads || a != activity {
 		t.Errorf("rows after refusals: got (%d, %d), want (%d, %d)", u, a, uploads, activity)
 	}
 	if f, a := timestamps(t, srv, o.file.FileID); !sameTime(f, fetched) || !sameTime(a, acked) {
 		t.Errorf("a refused org token touched the file: fetched %v→%v, acked %v→%v", fetched, f, acked, a)
 	}
+}
+
+// TestUnanchoredOrgTokensAccepted: with ACCEPT_UNANCHORED_ORG_TOKENS, an
+// org token without an anchor acts on every workspace, the platform's
+// legacy rule, on every route.
+func TestUnanchoredOrgTokensAccepted(t *testing.T) {
+	t.Parallel()
+	o := newOrgSetup(t, apptest.Options{Env: map[string]string{"ACCEPT_UNANCHORED_ORG_TOKENS": "true"}})
+	srv := o.srv
+	tok := o.mintOrgToken(t, nil)
+	up := uploadParts(t, srv, o.root2.String(), tok, file("b.txt", "text/plain", "via an unanchored token"))[0]
+	wantStatus(t, get(t, listURL(srv, o.child1.String()), tok), http.StatusOK)
+	wantStatus(t, get(t, contentURL(srv, o.child1.String(), o.file.FileID), tok), http.StatusOK)
+	wantStatus(t, post(t, ackURL(srv, o.root2.String(), up.FileID), tok, "", nil), http.StatusOK)
 }
 
 // TestBearerLogLines: the log lines of a workspace token's requests name

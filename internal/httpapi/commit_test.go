@@ -72,7 +72,7 @@ func objectCount(t *testing.T, srv *apptest.Server, ws uuid.UUID) int {
 // TestCommitRetry: a commit whose every upload this workspace committed
 // before answers 200 with the files that commit stored, the same file_ids,
 // and stores nothing new; a mix of committed and new uploads is 409
-// naming the first committed one, and stores nothing.
+// upload_committed naming the first committed one, and stores nothing.
 func TestCommitRetry(t *testing.T) {
 	t.Parallel()
 	srv := apptest.NewServer(t, apptest.Options{S3: true})
@@ -102,15 +102,33 @@ func TestCommitRetry(t *testing.T) {
 		wantError(t, res, http.StatusConflict, "upload not received", map[string]any{"upload_id": ids[0]})
 		wantNothingStored(t, srv, other)
 	})
-	t.Run("MixIs409NamingTheTakenOne", func(t *testing.T) {
-		fresh := presignPut(t, srv, ws, 1)[0]
-		res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(fresh, ids[1]))
-		wantError(t, res, http.StatusConflict, "upload not received", map[string]any{"upload_id": ids[1]})
-		if up, act := rowCounts(t, srv, ws); up != 2 || act != 2 || objectCount(t, srv, ws) != 2 {
-			t.Errorf("after the mix (rows, activity, objects): got (%d, %d, %d), want (2, 2, 2)", up, act, objectCount(t, srv, ws))
-		}
-		wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(fresh)), http.StatusOK)
-	})
+	// A mix is upload_committed naming the taken one, whichever comes
+	// first (round 6: committed A, then A with a fresh B was 409
+	// upload_not_received, which tells a client to PUT A again, forever);
+	// nothing is stored, and the fresh one commits alone.
+	for _, tc := range []struct {
+		name       string
+		takenFirst bool
+	}{
+		{"MixIs409NamingTheTakenOne", false},
+		{"TakenFirstIs409NamingIt", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh := presignPut(t, srv, ws, 1)[0]
+			body := commitBody(fresh, ids[1])
+			if tc.takenFirst {
+				body = commitBody(ids[1], fresh)
+			}
+			up0, act0 := rowCounts(t, srv, ws)
+			obj0 := objectCount(t, srv, ws)
+			res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", body)
+			wantError(t, res, http.StatusConflict, "upload already committed", map[string]any{"upload_id": ids[1]})
+			if up, act := rowCounts(t, srv, ws); up != up0 || act != act0 || objectCount(t, srv, ws) != obj0 {
+				t.Errorf("after the mix (rows, activity, objects): got (%d, %d, %d), want (%d, %d, %d)", up, act, objectCount(t, srv, ws), up0, act0, obj0)
+			}
+			wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, "application/json", commitBody(fresh)), http.StatusOK)
+		})
+	}
 }
 
 // TestCommitRace: goroutines commit the same uploads at once, half of them

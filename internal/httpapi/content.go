@@ -49,7 +49,22 @@ type fetchFunc func(ctx context.Context, want pendinguploads.Want) (pendinguploa
 func (a *API) sendFile(w http.ResponseWriter, r *http.Request, c call, via string, redirect bool, fetch fetchFunc) error {
 	ctx := r.Context()
 	rng := parseRange(r.Header.Get("Range"))
-	rec, err := fetch(ctx, pendinguploads.Want{From: rng.from(), Redirect: redirect})
+	ifRange := r.Header.Get("If-Range")
+	want := pendinguploads.Want{From: rng.from(), Redirect: redirect}
+	if rng.set && ifRange != "" {
+		// RFC 9110 13.1.5: a Range is for the version If-Range names; for
+		// any other (a date, another tag, a file without a digest), the
+		// whole file. Decided before the look-up, which stamps fetched_at
+		// when the answer sends bytes: a tag that can be no file's (a
+		// date: we send no Last-Modified) drops the range here, one of
+		// our form makes it hold only for the file it names.
+		if digest, ok := parseETag(ifRange); ok {
+			want.IfDigest = digest
+		} else {
+			rng, want.From = byteRange{}, 0
+		}
+	}
+	rec, err := fetch(ctx, want)
 	if errors.Is(err, pendinguploads.ErrNotFound) {
 		return errExpired
 	}
@@ -68,11 +83,8 @@ func (a *API) sendFile(w http.ResponseWriter, r *http.Request, c call, via strin
 		}
 	}
 
-	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag(rec.Record) {
-		// RFC 9110 13.1.5: a Range is for the version If-Range names; for
-		// any other (a date, another tag, a file without a digest), the
-		// whole file.
-		rng = byteRange{}
+	if want.IfDigest != nil && etag(rec.Record) != ifRange {
+		rng = byteRange{} // another version: the whole file, as Fetch stamped it
 	}
 	off, n, status := rng.resolve(rec.SizeBytes)
 	if status == http.StatusRequestedRangeNotSatisfiable {
@@ -166,7 +178,16 @@ func setContentHeaders(h http.Header, rec pendinguploads.Record, ctype, disposit
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
 	h.Set("Content-Disposition", disposition)
 	if len(rec.SHA256) > 0 {
-		h.Set("Content-Digest", sanitize.ContentDigest(rec.SHA256))
+		// RFC 9530: Repr-Digest is the whole file's, on a 200 and a 206
+		// alike (what a resumed download verifies); Content-Digest is over
+		// the bytes of this message, the whole file on a 200. A 206 has
+		// none: its range's digest is known only once its bytes are read,
+		// after the headers, and clients before Repr-Digest took a 206's
+		// Content-Digest for the whole file's.
+		h.Set("Repr-Digest", sanitize.Digest(rec.SHA256))
+		if status == http.StatusOK {
+			h.Set("Content-Digest", sanitize.Digest(rec.SHA256))
+		}
 		// A strong validator: a browser's download manager resumes a cut
 		// download (Range with If-Range) only when the answer had one.
 		h.Set("ETag", etag(rec))
@@ -186,6 +207,20 @@ func etag(rec pendinguploads.Record) string {
 		return ""
 	}
 	return `"` + hex.EncodeToString(rec.SHA256) + `"`
+}
+
+// parseETag returns the SHA-256 that tag names when it is an entity tag
+// as etag writes them (quoted lower-case hex of 32 bytes), so that
+// etag(rec) == tag exactly when rec's SHA-256 is it.
+func parseETag(tag string) ([]byte, bool) {
+	if len(tag) != 66 || tag[0] != '"' || tag[65] != '"' {
+		return nil, false
+	}
+	digest, err := hex.DecodeString(tag[1:65])
+	if err != nil || hex.EncodeToString(digest) != tag[1:65] {
+		return nil, false
+	}
+	return digest, true
 }
 
 // StreamIdleTimeout bounds one read of a streamed file's bytes from

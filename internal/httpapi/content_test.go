@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ func wantContent(t *testing.T, res result, content []byte, ctype, disposition st
 		"Content-Length":         fmt.Sprint(len(content)),
 		"Content-Disposition":    disposition,
 		"Content-Digest":         "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":",
+		"Repr-Digest":            "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":",
 		"X-Content-Type-Options": "nosniff",
 		"Cache-Control":          "private, no-store",
 		"Accept-Ranges":          "bytes",
@@ -162,7 +164,7 @@ func TestContent(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				res := get(t, contentURL(srv, other.String(), f.FileID), tt.token)
-				wantError(t, res, http.StatusNotFound, msgNotYours, nil)
+				wantError(t, res, http.StatusNotFound, msgExpired, nil)
 				if strings.Contains(string(res.body), secret) || res.header.Get("Content-Disposition") != "" {
 					t.Errorf("response: got %q with %v, want no bytes and no file headers", res.body, res.header)
 				}
@@ -205,5 +207,181 @@ func TestUnsatisfiableRangeStampsNothing(t *testing.T) {
 	}
 	if fetched, _ := timestamps(t, srv, f.FileID); fetched == nil {
 		t.Fatal("a 206 left fetched_at unset")
+	}
+}
+
+// TestEveryServedAnswerStampsFetchedAt: round 6's requests, on a
+// 500-byte file inline and in the bucket, through the content route and
+// a download link: fetched_at is stamped exactly when the answer sends
+// the file (200, 206) or a redirect (307), read back from Postgres. A
+// Range that If-Range discards (another tag, a date, a weak or
+// upper-case spelling of the file's tag) is a 200 of the whole file and
+// stamps, even when the range alone would have been unsatisfiable; a 416
+// stamps nothing.
+func TestEveryServedAnswerStampsFetchedAt(t *testing.T) {
+	t.Parallel()
+	content := bytes.Repeat([]byte("0123456789"), 50) // 500 bytes
+	tag := `"` + sha256Hex(content) + `"`
+	other := `"` + sha256Hex([]byte("another version")) + `"`
+	const date = "Sun, 06 Dec 2026 05:00:00 GMT"
+	cases := []struct {
+		name     string
+		header   []string
+		redirect bool // content route only
+		status   int
+	}{
+		{"Whole", nil, false, http.StatusOK},
+		{"PastTheEndWithAnotherIfRange", []string{"Range", "bytes=1000-", "If-Range", other}, false, http.StatusOK},
+		{"PastTheEndWithAnIfRangeNotATag", []string{"Range", "bytes=1000-", "If-Range", `"another"`}, false, http.StatusOK},
+		{"SuffixZeroWithAnotherIfRange", []string{"Range", "bytes=-0", "If-Range", other}, false, http.StatusOK},
+		{"PastTheEndWithADateIfRange", []string{"Range", "bytes=1000-", "If-Range", date}, false, http.StatusOK},
+		{"SuffixZeroWithADateIfRange", []string{"Range", "bytes=-0", "If-Range", date}, false, http.StatusOK},
+		{"PastTheEndWithItsWeakTag", []string{"Range", "bytes=1000-", "If-Range", "W/" + tag}, false, http.StatusOK},
+		{"PastTheEndWithItsTagUpperCase", []string{"Range", "bytes=1000-", "If-Range", strings.ToUpper(tag)}, false, http.StatusOK},
+		{"RangeWithItsTag", []string{"Range", "bytes=10-", "If-Range", tag}, false, http.StatusPartialContent},
+		{"RangeWithADate", []string{"Range", "bytes=10-", "If-Range", date}, false, http.StatusOK},
+		{"Range", []string{"Range", "bytes=-10"}, false, http.StatusPartialContent},
+		{"PastTheEndWithItsTag", []string{"Range", "bytes=1000-", "If-Range", tag}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"SuffixZero", []string{"Range", "bytes=-0"}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"PastTheEnd", []string{"Range", "bytes=500-"}, false, http.StatusRequestedRangeNotSatisfiable},
+		{"RedirectPastTheEndWithAnotherIfRange", []string{"Range", "bytes=1000-", "If-Range", other}, true, http.StatusTemporaryRedirect},
+	}
+	for _, place := range []struct {
+		name string
+		opts apptest.Options
+	}{
+		{"Inline", apptest.Options{}},
+		{"InTheBucket", apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100"}}},
+	} {
+		t.Run(place.name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.NewServer(t, place.opts)
+			ws := uuid.New()
+			f := uploadParts(t, srv, ws.String(), srv.AdminToken, part{filename: "five-hundred.bin", ctype: "application/octet-stream", content: content})[0]
+			if place.opts.S3 {
+				if n, err := srv.Objects.Size(context.Background(), "objects/"+ws.String()+"/"+f.FileID); err != nil || n != 500 {
+					t.Fatalf("the file's object: got %d bytes, %v; want it in the bucket", n, err)
+				}
+			}
+			link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+			for _, route := range []string{"content", "download"} {
+				for _, tc := range cases {
+					status := tc.status
+					if tc.redirect && (route == "download" || !place.opts.S3) {
+						if route == "download" {
+							continue // a link takes no redirect
+						}
+						status = http.StatusOK // an inline file is sent
+					}
+					t.Run(route+"/"+tc.name, func(t *testing.T) {
+						sqlExec(t, srv, `UPDATE pending_uploads SET fetched_at = NULL WHERE file_id = $1`, f.FileID)
+						u, token := link.String(), ""
+						if route == "content" {
+							u, token = contentURL(srv, ws.String(), f.FileID), srv.AdminToken
+							if tc.redirect {
+								u += "?redirect=1"
+							}
+						}
+						req := newRequest(t, "GET", u, token, "", nil)
+						for i := 0; i+1 < len(tc.header); i += 2 {
+							req.Header.Set(tc.header[i], tc.header[i+1])
+						}
+						res := noRedirectSend(t, req)
+						if res.status != status {
+							t.Fatalf("status: got %d %.80q, want %d", res.status, res.body, status)
+						}
+						if status == http.StatusOK && !bytes.Equal(res.body, content) {
+							t.Errorf("200: got %d bytes, want the whole file", len(res.body))
+						}
+						fetched, _ := timestamps(t, srv, f.FileID)
+						if served := status != http.StatusRequestedRangeNotSatisfiable; served != (fetched != nil) {
+							t.Errorf("fetched_at after a %d: got %v, want stamped %v", status, fetched, served)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// noRedirectSend is send with noRedirect: a 307 is the answer.
+func noRedirectSend(t *testing.T, req *http.Request) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(req.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := noRedirect.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
+	}
+	return result{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// TestDigestsOfRangeAndWhole: RFC 9530 on every answer with bytes, of
+// both routes, inline and from the bucket: Repr-Digest is the whole
+// file's on a 200 and a 206; Content-Digest is over the bytes in the
+// message: the whole file on a 200, and a 206 has none (a generic
+// verifier rejected every 206, whose Content-Digest was the whole
+// file's). ETag stays the whole file's.
+func TestDigestsOfRangeAndWhole(t *testing.T) {
+	t.Parallel()
+	content := bytes.Repeat([]byte("abcdefghij"), 50)
+	digest := func(b []byte) string {
+		sum := sha256.Sum256(b)
+		return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+	}
+	for _, place := range []struct {
+		name string
+		opts apptest.Options
+	}{
+		{"Inline", apptest.Options{}},
+		{"InTheBucket", apptest.Options{S3: true, Env: map[string]string{"INLINE_MAX_BYTES": "100"}}},
+	} {
+		t.Run(place.name, func(t *testing.T) {
+			t.Parallel()
+			srv := apptest.NewServer(t, place.opts)
+			ws := uuid.New()
+			f := uploadParts(t, srv, ws.String(), srv.AdminToken, part{filename: "d.bin", ctype: "application/octet-stream", content: content})[0]
+			link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+			for _, route := range []string{"content", "download"} {
+				for _, rng := range []string{"", "bytes=100-", "bytes=-7", "bytes=0-0", "bytes=0-"} {
+					t.Run(route+"/"+rng, func(t *testing.T) {
+						u, token := link.String(), ""
+						if route == "content" {
+							u, token = contentURL(srv, ws.String(), f.FileID), srv.AdminToken
+						}
+						req := newRequest(t, "GET", u, token, "", nil)
+						if rng != "" {
+							req.Header.Set("Range", rng)
+						}
+						res := send(t, req)
+						want := http.StatusOK
+						if rng != "" {
+							want = http.StatusPartialContent
+						}
+						if res.status != want {
+							t.Fatalf("status: got %d, want %d", res.status, want)
+						}
+						if got := res.header.Values("Repr-Digest"); len(got) != 1 || got[0] != digest(content) {
+							t.Errorf("Repr-Digest: got %q, want the whole file's %q", got, digest(content))
+						}
+						cd := res.header.Values("Content-Digest")
+						switch {
+						case want == http.StatusOK && (len(cd) != 1 || cd[0] != digest(res.body) || !bytes.Equal(res.body, content)):
+							t.Errorf("200 Content-Digest: got %q, want the whole file's %q", cd, digest(content))
+						case want == http.StatusPartialContent && len(cd) != 0 && (len(cd) != 1 || cd[0] != digest(res.body)):
+							t.Errorf("206 Content-Digest: got %q, want none or the range's %q", cd, digest(res.body))
+						}
+						if tag := res.header.Get("ETag"); tag != `"`+sha256Hex(content)+`"` {
+							t.Errorf("ETag: got %q, want the whole file's", tag)
+						}
+					})
+				}
+			}
+		})
 	}
 }

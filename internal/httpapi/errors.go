@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/auth"
@@ -26,6 +27,8 @@ type Error struct {
 	Code    wire.Code
 	Message string
 	Fields  map[string]any
+	// RetryAfter, when set, is the Retry-After header's seconds.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -33,29 +36,42 @@ func (e *Error) Error() string { return e.Message }
 // The answers of API.md that name no file or value.
 var (
 	errMissingToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: "missing workspace auth token"}
-	errInvalidToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// A token sent without its scheme (Authorization: pu_…): missing as
+	// well, since only Bearer counts, but the message says what to add.
+	errMissingScheme = &Error{Status: http.StatusUnauthorized, Code: wire.CodeMissingToken, Message: msgMissingScheme}
+	errInvalidToken  = &Error{Status: http.StatusUnauthorized, Code: wire.CodeInvalidToken, Message: "invalid workspace auth token"}
+	// An org token whose anchor workspace is gone (or never set): refused
+	// unless ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
+	errUnanchoredToken = &Error{Status: http.StatusUnauthorized, Code: wire.CodeOrgTokenUnanchored, Message: "org token without an anchor workspace"}
 	// A session cookie on a request another site's page may have made.
 	errForeignOrigin = &Error{Status: http.StatusForbidden, Code: wire.CodeForbiddenOrigin, Message: "cross-origin request refused"}
 	// A download link that is not one of ours for this file, or is past
-	// its time.
-	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: "invalid download link"}
-	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: "download link expired"}
+	// its time: what happened, and what to do (its holder may have no
+	// token: it asks whoever gave it).
+	errLinkInvalid = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkInvalid, Message: msgLinkInvalid}
+	errLinkExpired = &Error{Status: http.StatusForbidden, Code: wire.CodeLinkExpired, Message: msgLinkExpired}
 	// One text per condition: a dependency of ours (Postgres, S3) down or
 	// too slow, whichever statement met it; the control plane without a
 	// verdict on a session.
-	errStorageDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
-	errSessionDown      = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	errStorageDown = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "storage unavailable, retry shortly"}
+	// Another call of the same workspace held its turn past the bounded
+	// wait (pendinguploads.ErrWorkspaceBusy): nothing was stored.
+	errWorkspaceBusy = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "workspace busy, retry shortly", RetryAfter: 1}
+	errSessionDown   = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "session check unavailable, retry shortly"}
+	// The download links' keys, to be read again from their secret, not
+	// read: no link is signed or checked with keys that may be stale.
+	errLinkKeysDown     = &Error{Status: http.StatusServiceUnavailable, Code: wire.CodeUnavailable, Message: "download link keys unavailable, retry shortly"}
 	errInternal         = &Error{Status: http.StatusInternalServerError, Code: wire.CodeInternal, Message: "storage error"}
 	errNotFound         = &Error{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "not found"}
 	errMethod           = &Error{Status: http.StatusMethodNotAllowed, Code: wire.CodeMethodNotAllowed, Message: "method not allowed"}
 	errBadWorkspaceID   = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadWorkspaceID, Message: "invalid workspace ID"}
 	errBadFileID        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadFileID, Message: "invalid file_id"}
 	errUnknownWorkspace = &Error{Status: http.StatusNotFound, Code: wire.CodeWorkspaceNotFound, Message: "workspace not found"}
-	// A file that is gone: ack's words, and content's.
+	// A file that is gone, or another workspace's (the store tells them
+	// not apart, nor does the answer, nor its log line): ack's words, and
+	// content's.
 	errGone    = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found, expired, or already acked"}
 	errExpired = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found or expired"}
-	// Another workspace's file: 404 as well, never 403.
-	errNotYours = &Error{Status: http.StatusNotFound, Code: wire.CodeFileNotFound, Message: "pending upload not found"}
 
 	errBadQuery        = &Error{Status: http.StatusBadRequest, Code: wire.CodeBadQuery, Message: "invalid query string"}
 	errUnknownParam    = &Error{Status: http.StatusBadRequest, Code: wire.CodeUnknownParam, Message: "unknown query parameter"}
@@ -77,12 +93,32 @@ var (
 	errCommitPresignOff = &Error{Status: http.StatusBadRequest, Code: wire.CodePresignDisabled, Message: msgPresignOff}
 )
 
-const msgPresignOff = "presigned uploads are not enabled"
+const (
+	msgPresignOff    = "presigned uploads are not enabled"
+	msgLinkInvalid   = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired   = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgMissingScheme = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
+	// A multipart upload over the request cap: what to do instead.
+	msgFilesTooLarge        = "request body too large: send the files in requests under max bytes"
+	msgFilesTooLargePresign = "request body too large: send the files in requests under max bytes, or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+)
 
 // The answers that name what they refuse.
 
 func errBodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: wire.CodeRequestTooLarge, Message: "request body too large", Fields: map[string]any{"max": limit}}
+}
+
+// errFilesTooLarge is errBodyTooLarge for the files of a multipart
+// upload, with the next step: requests under max, and, with a bucket,
+// the presign route, which takes a file up to the per-file cap.
+func errFilesTooLarge(limit int64, presign bool) *Error {
+	e := *errBodyTooLarge(limit)
+	e.Message = msgFilesTooLarge
+	if presign {
+		e.Message = msgFilesTooLargePresign
+	}
+	return &e
 }
 
 func errFileTooLarge(name string, size, limit int64) *Error {
@@ -126,15 +162,18 @@ var answers = []struct {
 	err    error
 	answer *Error
 }{
+	{auth.ErrMissingScheme, errMissingScheme},
 	{auth.ErrMissing, errMissingToken},
 	{auth.ErrInvalid, errInvalidToken},
 	{auth.ErrNotAllowed, errInvalidToken},
+	{auth.ErrUnanchored, errUnanchoredToken},
 	{auth.ErrForeignOrigin, errForeignOrigin},
 	{auth.ErrSessionUnavailable, errSessionDown},
 	{downloadlink.ErrInvalid, errLinkInvalid},
 	{downloadlink.ErrExpired, errLinkExpired},
+	{downloadlink.ErrKeysUnavailable, errLinkKeysDown},
+	{pendinguploads.ErrWorkspaceBusy, errWorkspaceBusy},
 	{pendinguploads.ErrUnknownWorkspace, errUnknownWorkspace},
-	{pendinguploads.ErrWrongWorkspace, errNotYours},
 	{pendinguploads.ErrNotFound, errGone},
 	{pendinguploads.ErrUploadNotFound, errUploadNotFound},
 	{pendinguploads.ErrNotMultipart, errNotMultipart},
@@ -159,6 +198,9 @@ func (a *API) answerFor(err error) *Error {
 	if nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err); ok {
 		return errNotReceived(nr.UploadID.String())
 	}
+	if ce, ok := errors.AsType[*pendinguploads.CommittedError](err); ok {
+		return errUploadCommitted(ce.UploadID.String())
+	}
 	if q, ok := errors.AsType[*pendinguploads.QuotaError](err); ok {
 		return errQuota(q)
 	}
@@ -170,8 +212,9 @@ func (a *API) answerFor(err error) *Error {
 }
 
 // fail answers err and logs it: a server-side failure as an error with
-// its cause; a refusal of the caller's credentials or of another
-// workspace's file as a warning; any other refusal at info. The line
+// its cause; a refusal of the caller's credentials as a warning; any
+// other refusal at info (a file of another workspace among them, as one
+// that is not there). The line
 // names the request's workspace and file, and who called (a token's safe
 // prefix, a session's user), never a token or a cookie. It does no I/O
 // but the answer.
@@ -201,14 +244,25 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case e.Status >= 500:
 		a.logger().Error("request failed", args...)
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e == errNotYours:
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		a.logger().Warn("refused", args...)
 	default:
 		a.logger().Info("refused", args...)
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	switch {
+	case e.RetryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	case e.Status == http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
 	writeEncoded(w, e.Status, errorBody(e))
 }
+
+// retryAfterUnavailable is every 503's Retry-After, in seconds: a
+// dependency down or too slow (a database restarting, failing over or
+// resuming from a pause) is worth a retry soon, not at once.
+const retryAfterUnavailable = "5"
 
 // errorBody encodes e: "error" and "code" first, as API.md writes them,
 // then its fields (in key order).

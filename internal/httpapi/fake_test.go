@@ -282,17 +282,13 @@ func (s *fakeStore) List(ctx context.Context, id *auth.Identity, ws uuid.UUID, l
 	return recs[:limit], &next, nil
 }
 
-// file is file fileID for ws: ErrNotFound when absent, ErrWrongWorkspace
-// when another's. The caller holds the lock.
+// file is file fileID for ws: ErrNotFound when absent or another
+// workspace's, as the store. The caller holds the lock.
 func (s *fakeStore) file(ws, fileID uuid.UUID) (*fakeFile, error) {
 	for _, f := range s.files {
-		if f.rec.FileID != fileID {
-			continue
+		if f.rec.FileID == fileID && f.rec.WorkspaceID == ws {
+			return f, nil
 		}
-		if f.rec.WorkspaceID != ws {
-			return nil, pendinguploads.ErrWrongWorkspace
-		}
-		return f, nil
 	}
 	return nil, pendinguploads.ErrNotFound
 }
@@ -306,7 +302,8 @@ func (s *fakeStore) Fetch(ctx context.Context, id *auth.Identity, ws, fileID uui
 	if err != nil {
 		return pendinguploads.Fetched{}, err
 	}
-	if f.rec.SizeBytes > want.From || (want.Redirect && f.inBucket) {
+	otherVersion := want.IfDigest != nil && !bytes.Equal(f.rec.SHA256, want.IfDigest)
+	if otherVersion || f.rec.SizeBytes > want.From || (want.Redirect && f.inBucket) {
 		now := time.Now().UTC()
 		f.rec.FetchedAt = &now
 	}

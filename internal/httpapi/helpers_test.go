@@ -32,46 +32,55 @@ import (
 
 // Messages of API.md.
 const (
-	msgMissing     = "missing workspace auth token"
-	msgInvalid     = "invalid workspace auth token"
-	msgBadWS       = "invalid workspace ID"
-	msgBadFile     = "invalid file_id"
-	msgMalformed   = "malformed multipart body"
-	msgNoFiles     = "no files field in request"
-	msgTooMany     = "too many files (limit 64)"
-	msgEmpty       = "empty file"
-	msgFileCap     = "file exceeds per-file cap"
-	msgBodyCap     = "request body too large"
-	msgGone        = "pending upload not found, expired, or already acked"
-	msgNotYours    = "pending upload not found"
-	msgExpired     = "pending upload not found or expired"
-	msgStorage     = "storage error"
-	msgPresignOff  = "presigned uploads are not enabled"
-	msgLinkInvalid = "invalid download link"
-	msgLinkExpired = "download link expired"
+	msgMissing = "missing workspace auth token"
+	// A token sent without "Bearer ".
+	msgNoScheme   = `missing workspace auth token: the Authorization header has no Bearer scheme (send Authorization: Bearer TOKEN)`
+	msgInvalid    = "invalid workspace auth token"
+	msgUnanchored = "org token without an anchor workspace"
+	msgBadWS      = "invalid workspace ID"
+	msgBadFile    = "invalid file_id"
+	msgMalformed  = "malformed multipart body"
+	msgNoFiles    = "no files field in request"
+	msgTooMany    = "too many files (limit 64)"
+	msgEmpty      = "empty file"
+	msgFileCap    = "file exceeds per-file cap"
+	msgBodyCap    = "request body too large"
+	// A multipart upload's, with the next step (with a bucket: presign).
+	msgFilesCap        = "request body too large: send the files in requests under max bytes"
+	msgFilesCapPresign = msgFilesCap + ", or each through POST /workspaces/{workspaceId}/chat/uploads/presign"
+	msgGone            = "pending upload not found, expired, or already acked"
+	msgExpired         = "pending upload not found or expired"
+	msgStorage         = "storage error"
+	msgPresignOff      = "presigned uploads are not enabled"
+	msgLinkInvalid     = "invalid download link: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
+	msgLinkExpired     = "download link expired: ask for a new link (POST /workspaces/{workspaceId}/pending-uploads/{fileId}/link, or pendingctl link FILE_ID)"
 )
 
 // codeOf is the code API.md gives each message: every error body carries
 // it beside the message (wantError checks it).
 var codeOf = map[string]string{
-	msgMissing:    "missing_token",
-	msgInvalid:    "invalid_token",
-	msgBadWS:      "bad_workspace_id",
-	msgBadFile:    "bad_file_id",
-	msgMalformed:  "malformed_multipart",
-	msgNoFiles:    "no_files",
-	msgTooMany:    "too_many_files",
-	msgEmpty:      "empty_file",
-	msgFileCap:    "file_too_large",
-	msgBodyCap:    "request_too_large",
-	msgGone:       "file_not_found",
-	msgNotYours:   "file_not_found",
-	msgExpired:    "file_not_found",
-	msgStorage:    "internal",
-	msgPresignOff: "presign_disabled",
+	msgMissing:         "missing_token",
+	msgNoScheme:        "missing_token",
+	msgInvalid:         "invalid_token",
+	msgUnanchored:      "org_token_unanchored",
+	msgBadWS:           "bad_workspace_id",
+	msgBadFile:         "bad_file_id",
+	msgMalformed:       "malformed_multipart",
+	msgNoFiles:         "no_files",
+	msgTooMany:         "too_many_files",
+	msgEmpty:           "empty_file",
+	msgFileCap:         "file_too_large",
+	msgBodyCap:         "request_too_large",
+	msgFilesCap:        "request_too_large",
+	msgFilesCapPresign: "request_too_large",
+	msgGone:            "file_not_found",
+	msgExpired:         "file_not_found",
+	msgStorage:         "internal",
+	msgPresignOff:      "presign_disabled",
 
 	"cross-origin request refused":             "forbidden_origin",
 	"storage unavailable, retry shortly":       "unavailable",
+	"workspace busy, retry shortly":            "unavailable",
 	"session check unavailable, retry shortly": "unavailable",
 	"not found":                                 "not_found",
 	"method not allowed":                        "method_not_allowed",
@@ -251,12 +260,22 @@ func wantStatus(t *testing.T, res result, status int) {
 
 // wantError checks that res is exactly the JSON error {"error": msg,
 // "code": codeOf[msg]} plus extra fields, with status and Content-Type:
-// application/json.
+// application/json, and a 503 with Retry-After: 5 (1 for a busy
+// workspace, whose turn comes sooner than a dependency's recovery).
 func wantError(t *testing.T, res result, status int, msg string, extra map[string]any) {
 	t.Helper()
 	wantStatus(t, res, status)
 	if got := res.header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type: got %q, want %q", got, "application/json")
+	}
+	if status == http.StatusServiceUnavailable {
+		want := "5"
+		if msg == "workspace busy, retry shortly" {
+			want = "1"
+		}
+		if got := res.header.Get("Retry-After"); got != want {
+			t.Errorf("Retry-After of a 503 %q: got %q, want %s", msg, got, want)
+		}
 	}
 	body := jsonObject(t, res.body)
 	code, ok := codeOf[msg]

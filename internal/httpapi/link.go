@@ -42,7 +42,10 @@ func (a *API) link(w http.ResponseWriter, r *http.Request, c call) error {
 	if err != nil {
 		return err
 	}
-	l := a.Links.Sign(c.ws, file)
+	l, err := a.Links.Sign(r.Context(), c.ws, file)
+	if err != nil {
+		return err
+	}
 	a.logger().Info("linked", append([]any{"workspace_id", c.ws, "file_id", file, "expires_at", l.Expires}, c.logAttrs()...)...)
 	writeJSON(w, http.StatusOK, wire.Link{URL: path.Base(DownloadRoute.Path) + "?" + l.Query, ExpiresAt: l.Expires})
 	return nil
@@ -54,20 +57,21 @@ func (a *API) link(w http.ResponseWriter, r *http.Request, c call) error {
 // the request starts; a download under way outlives the link's expiry.
 // The file is then answered as the content route answers it (sendFile:
 // headers, Range, the stamp of fetched_at, the fetched log line and
-// metric), acked or not until the sweep, never redirected. Every answer,
-// errors too, carries Referrer-Policy: no-referrer.
+// metric), acked or not until the sweep, never redirected. Every answer
+// of the route, errors too, carries Referrer-Policy: no-referrer: the
+// route's Header, which front sets before anything answers.
 func (a *API) download(w http.ResponseWriter, r *http.Request, c call) error {
-	w.Header().Set("Referrer-Policy", "no-referrer")
 	if a.Links == nil {
 		return errNoLinkKey
 	}
 	ws, werr := uuid.Parse(r.PathValue("workspaceId"))
 	file, ferr := uuid.Parse(r.PathValue("fileId"))
 	q, err := parseQuery(r.URL.RawQuery) // checkQuery parsed it already
-	if werr != nil || ferr != nil || err != nil || len(q[downloadlink.ParamExpires]) != 1 || len(q[downloadlink.ParamSignature]) != 1 {
+	if werr != nil || ferr != nil || err != nil || len(q[downloadlink.ParamExpires]) != 1 || len(q[downloadlink.ParamSignature]) != 1 ||
+		len(q[downloadlink.ParamKey]) > 1 {
 		return downloadlink.ErrInvalid
 	}
-	link, err := a.Links.Check(ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamSignature))
+	link, err := a.Links.Check(r.Context(), ws, file, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamKey), q.Get(downloadlink.ParamSignature))
 	if err != nil {
 		return err
 	}

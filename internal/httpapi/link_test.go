@@ -186,13 +186,19 @@ func TestLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		old.Now = func() time.Time { return time.Now().Add(-time.Hour) }
-		l := old.Sign(ws, uuid.MustParse(f.FileID))
+		l, err := old.Sign(context.Background(), ws, uuid.MustParse(f.FileID))
+		if err != nil {
+			t.Fatal(err)
+		}
 		u := strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link") + "download?" + l.Query
 		sigs = append(sigs, l.Query)
 		wantError(t, bare(t, u), http.StatusForbidden, msgLinkExpired, nil)
 		// The same signer's link of now opens: the key is the server's.
 		old.Now = time.Now
-		wantStatus(t, bare(t, strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link")+"download?"+old.Sign(ws, uuid.MustParse(f.FileID)).Query), http.StatusOK)
+		if l, err = old.Sign(context.Background(), ws, uuid.MustParse(f.FileID)); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, bare(t, strings.TrimSuffix(linkURL(srv, ws.String(), f.FileID), "link")+"download?"+l.Query), http.StatusOK)
 	})
 
 	t.Run("AnotherWorkspacesCallerGetsNoLink", func(t *testing.T) {
@@ -201,8 +207,8 @@ func TestLink(t *testing.T) {
 		// Its token on this workspace's path: content's 401.
 		wantError(t, post(t, linkURL(srv, ws.String(), f.FileID), otherTok, "", nil), http.StatusUnauthorized, msgInvalid, nil)
 		// Its own path, this workspace's file: content's 404.
-		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), otherTok, "", nil), http.StatusNotFound, msgNotYours, nil)
-		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), srv.AdminToken, "", nil), http.StatusNotFound, msgNotYours, nil)
+		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), otherTok, "", nil), http.StatusNotFound, msgExpired, nil)
+		wantError(t, post(t, linkURL(srv, other.String(), f.FileID), srv.AdminToken, "", nil), http.StatusNotFound, msgExpired, nil)
 		// No credential at all.
 		wantError(t, post(t, linkURL(srv, ws.String(), f.FileID), "", "", nil), http.StatusUnauthorized, msgMissing, nil)
 		wantError(t, post(t, linkURL(srv, ws.String(), uuid.NewString()), tok, "", nil), http.StatusNotFound, msgExpired, nil)
@@ -281,4 +287,68 @@ func TestLinkWithASession(t *testing.T) {
 	}
 	wantError(t, send(t, cookieReq(t, "POST", linkURL(srv, ws.String(), f.FileID), session, "https://evil.example.com", "", nil)),
 		http.StatusForbidden, "cross-origin request refused", nil)
+}
+
+// TestDownloadReferrerPolicyOnEveryAnswer: every answer of the download
+// route carries Referrer-Policy: no-referrer, whatever answers it: the
+// handler (200, 206, 416, 404, 403), the query check before it (round 6:
+// the 400s of "&x=1" and of a ";"-separated query lacked it), front (the
+// 405 for HEAD and POST, round 6 too) and the preflight.
+func TestDownloadReferrerPolicyOnEveryAnswer(t *testing.T) {
+	t.Parallel()
+	srv := apptest.NewServer(t, apptest.Options{Env: map[string]string{"CORS_ALLOWED_ORIGINS": canvasOrigin}})
+	ws := uuid.New()
+	f := stage(t, srv, ws, "five.txt", "text/plain", "01234")
+	link, _ := mintLink(t, srv, ws.String(), f.FileID, srv.AdminToken)
+	swept := stage(t, srv, ws, "swept.txt", "text/plain", "gone")
+	sweptLink, _ := mintLink(t, srv, ws.String(), swept.FileID, srv.AdminToken)
+	sqlExec(t, srv, `DELETE FROM pending_uploads WHERE file_id = $1`, swept.FileID)
+	old, err := downloadlink.New(apptest.LinkKey, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	oldLink, err := old.Sign(context.Background(), ws, uuid.MustParse(f.FileID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := strings.Split(link.String(), "?")[0] + "?" + oldLink.Query
+	raw := link.RawQuery
+	base := strings.Split(link.String(), "?")[0]
+
+	for _, tc := range []struct {
+		name, method, u string
+		header          []string
+		status          int
+	}{
+		{"OK", "GET", link.String(), nil, http.StatusOK},
+		{"Range", "GET", link.String(), []string{"Range", "bytes=2-"}, http.StatusPartialContent},
+		{"RangeNotSatisfiable", "GET", link.String(), []string{"Range", "bytes=5-"}, http.StatusRequestedRangeNotSatisfiable},
+		{"Swept", "GET", sweptLink.String(), nil, http.StatusNotFound},
+		{"Invalid", "GET", base + "?" + strings.Replace(raw, "signature=", "signature=x", 1), nil, http.StatusForbidden},
+		{"NoQuery", "GET", base, nil, http.StatusForbidden},
+		{"Expired", "GET", expired, nil, http.StatusForbidden},
+		{"UnknownParam", "GET", link.String() + "&x=1", nil, http.StatusBadRequest},
+		{"EmptyPair", "GET", base + "?&" + raw, nil, http.StatusBadRequest},
+		{"SemicolonSeparated", "GET", base + "?" + strings.ReplaceAll(raw, "&", ";"), nil, http.StatusBadRequest},
+		{"BadEscape", "GET", link.String() + "&%zz=1", nil, http.StatusBadRequest},
+		{"HEAD", "HEAD", link.String(), nil, http.StatusMethodNotAllowed},
+		{"POST", "POST", link.String(), nil, http.StatusMethodNotAllowed},
+		{"DELETE", "DELETE", link.String(), nil, http.StatusMethodNotAllowed},
+		{"Preflight", "OPTIONS", link.String(), []string{"Origin", canvasOrigin, "Access-Control-Request-Method", "GET"}, http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := newRequest(t, tc.method, tc.u, "", "", nil)
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				req.Header.Set(tc.header[i], tc.header[i+1])
+			}
+			res := send(t, req)
+			if res.status != tc.status {
+				t.Fatalf("status: got %d %s, want %d", res.status, res.body, tc.status)
+			}
+			if got := res.header.Values("Referrer-Policy"); len(got) != 1 || got[0] != "no-referrer" {
+				t.Errorf("Referrer-Policy: got %q, want no-referrer", got)
+			}
+		})
+	}
 }

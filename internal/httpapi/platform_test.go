@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -101,4 +102,53 @@ func TestBesideThePlatform(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStandaloneUnknownWorkspace: on the service's own database a
+// workspace is known once a token was ever made for it (revoked or not);
+// staging for one that is not, as a mistyped UUID, answers 404
+// workspace_not_found and stores nothing, as the platform's database does
+// (TestBesideThePlatform's UnknownWorkspace), multipart or committed
+// after a presign; ACCEPT_UNKNOWN_WORKSPACES=true stages for any UUID.
+func TestStandaloneUnknownWorkspace(t *testing.T) {
+	t.Parallel()
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"ACCEPT_UNKNOWN_WORKSPACES": "false"}})
+	body, ctype := form(t, file("a.txt", "text/plain", "for a workspace"))
+
+	t.Run("Multipart", func(t *testing.T) {
+		typo := uuid.New()
+		wantError(t, post(t, uploadsURL(srv, typo.String()), srv.AdminToken, ctype, body), http.StatusNotFound, "workspace not found", nil)
+		wantNothingStored(t, srv, typo)
+	})
+	t.Run("Commit", func(t *testing.T) {
+		typo := uuid.New()
+		base := srv.URL + "/workspaces/" + typo.String()
+		var pre presignAnswer
+		decode(t, apiReq(t, "POST", base+"/chat/uploads/presign", srv.AdminToken, "application/json",
+			strings.NewReader(`{"files":[{"name":"a.bin","size":1000}]}`)), 200, &pre)
+		putObject(t, pre.Uploads[0].URL, pre.Uploads[0].Headers, make([]byte, 1000))
+		res := apiReq(t, "POST", base+"/chat/uploads", srv.AdminToken, "application/json",
+			strings.NewReader(`{"files":[{"upload_id":"`+pre.Uploads[0].UploadID+`"}]}`))
+		var got map[string]any
+		decode(t, res, http.StatusNotFound, &got)
+		if got["code"] != "workspace_not_found" {
+			t.Errorf("commit for an unknown workspace: got %v, want workspace_not_found", got)
+		}
+		wantNothingStored(t, srv, typo)
+		if n := sqlCount(t, srv, "SELECT count(*) FROM presigned_uploads WHERE workspace_id = $1 AND file_id IS NOT NULL", typo); n != 0 {
+			t.Errorf("claimed uploads: got %d, want 0", n)
+		}
+	})
+	t.Run("KnownByAToken", func(t *testing.T) {
+		ws := uuid.New()
+		tok := srv.WorkspaceToken(t, ws)
+		wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body), http.StatusOK)
+		wantStatus(t, post(t, uploadsURL(srv, ws.String()), tok, ctype, body), http.StatusOK)
+		sqlExec(t, srv, `UPDATE workspace_auth_tokens SET revoked_at = now() WHERE workspace_id = $1`, ws)
+		wantStatus(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body), http.StatusOK)
+	})
+	t.Run("AcceptUnknown", func(t *testing.T) {
+		open := apptest.NewServer(t, apptest.Options{Env: map[string]string{"ACCEPT_UNKNOWN_WORKSPACES": "true"}})
+		wantStatus(t, post(t, uploadsURL(open, uuid.NewString()), open.AdminToken, ctype, body), http.StatusOK)
+	})
 }

@@ -202,7 +202,7 @@ func TestPoolerCacheStatementModeFails(t *testing.T) {
 	t.Run("PreparedStatementCollides", func(t *testing.T) {
 		log := &syncBuffer{}
 		srv := apptest.NewServer(t, apptest.Options{Log: log, Env: map[string]string{"DATABASE_QUERY_MODE": "cache_statement"},
-			PgBouncer: &pgbouncertest.Options{IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout"}}})
+			PgBouncer: &pgbouncertest.Options{IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout", "idle_session_timeout"}}})
 		ws := uuid.New()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

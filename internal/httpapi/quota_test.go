@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -174,4 +175,34 @@ func TestWorkspaceQuotaPresignAndCommit(t *testing.T) {
 	}
 	wantStatus(t, post(t, ackURL(srv, ws.String(), second), tok, "", nil), http.StatusOK)
 	wantStatus(t, post(t, uploadsURL(srv, ws.String()), tok, "application/json", commit), http.StatusOK)
+}
+
+// TestWorkspaceBusy: an upload whose workspace's turn another transaction
+// holds past the bounded wait is 503 "workspace busy, retry shortly" with
+// Retry-After, and stores nothing; another workspace's upload meanwhile is
+// stored.
+func TestWorkspaceBusy(t *testing.T) {
+	t.Parallel()
+	srv := apptest.NewServer(t, apptest.Options{})
+	ws := uuid.New()
+	ctx := context.Background()
+	tx, err := srv.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7226))`, ws); err != nil {
+		t.Fatal(err)
+	}
+	body, ctype := form(t, file("busy.txt", "text/plain", "waits"))
+	other := uuid.New()
+	wantStatus(t, post(t, uploadsURL(srv, other.String()), srv.AdminToken, ctype, body), http.StatusOK)
+	res := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body)
+	wantError(t, res, http.StatusServiceUnavailable, "workspace busy, retry shortly", map[string]any{"code": "unavailable"})
+	if got := res.header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After: got %q, want %q", got, "1")
+	}
+	if u, a := rowCounts(t, srv, ws); u != 0 || a != 0 {
+		t.Fatalf("a busy upload stored rows: %d, %d", u, a)
+	}
 }

@@ -21,29 +21,38 @@ type Route struct {
 	// Query names the query parameters the route defines; any other, or a
 	// query that does not parse, is 400 before anything happens (serve).
 	Query []string
+	// Header is set on every answer to a request on the route's path,
+	// whatever its method (a 405, a preflight) and whatever answers it (a
+	// refusal of its query, its handler), before anything can answer
+	// (front): a header no answer of the route may lack.
+	Header http.Header
 }
 
 // The routes of API.md. Each Lambda function serves its own (Handler);
 // the dev server serves them all (Mux).
 var (
-	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false, nil}
-	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false, nil}
-	ResumeRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).resume, false, nil}
-	AbortRoute   = Route{"DELETE", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).abort, false, nil}
-	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false, []string{"limit", "after"}}
-	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false, []string{"redirect"}}
+	UploadRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads", "upload", (*API).upload, false, nil, nil}
+	PresignRoute = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign", "presign", (*API).presign, false, nil, nil}
+	ResumeRoute  = Route{"POST", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).resume, false, nil, nil}
+	AbortRoute   = Route{"DELETE", "/workspaces/{workspaceId}/chat/uploads/presign/{uploadId}", "presign", (*API).abort, false, nil, nil}
+	ListRoute    = Route{"GET", "/workspaces/{workspaceId}/pending-uploads", "list", (*API).list, false, []string{"limit", "after"}, nil}
+	ContentRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/content", "content", (*API).content, false, []string{"redirect"}, nil}
 	// LinkRoute mints a download link to one file, for a caller the
 	// content route serves; DownloadRoute opens one: public (no
-	// credential), the link's query is its capability.
-	LinkRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/link", "content", (*API).link, false, nil}
+	// credential), the link's query is its capability, and every answer
+	// carries Referrer-Policy: no-referrer.
+	LinkRoute     = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/link", "content", (*API).link, false, nil, nil}
 	DownloadRoute = Route{"GET", "/workspaces/{workspaceId}/pending-uploads/{fileId}/download", "content", (*API).download, true,
-		[]string{downloadlink.ParamExpires, downloadlink.ParamSignature}}
-	AckRoute = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil}
+		[]string{downloadlink.ParamExpires, downloadlink.ParamKey, downloadlink.ParamSignature},
+		// A link's signature is in its URL: no page the file opens, and
+		// no answer of the route, may send it on as a Referer.
+		http.Header{"Referrer-Policy": {"no-referrer"}}}
+	AckRoute = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil, nil}
 	// ScanRoute tells the sender each file's malware scan state: served
 	// by the upload function, to whom it serves.
-	ScanRoute = Route{"GET", "/workspaces/{workspaceId}/chat/uploads/scan", "upload", (*API).scan, false, []string{"file_id"}}
+	ScanRoute = Route{"GET", "/workspaces/{workspaceId}/chat/uploads/scan", "upload", (*API).scan, false, []string{"file_id"}, nil}
 	// LimitsRoute is public (no token), served by the list function.
-	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil}
+	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil, nil}
 )
 
 // Routes is the whole HTTP API, in the order of API.md: the one table the

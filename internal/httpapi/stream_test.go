@@ -75,8 +75,12 @@ func TestContentRange(t *testing.T) {
 					t.Errorf("Range %q: got %d bytes (Content-Length %s), want bytes %d..%d", tt.rng, len(res.body), res.header.Get("Content-Length"), tt.off, tt.off+tt.n)
 				}
 				sum := sha256.Sum256(data)
-				if d := res.header.Get("Content-Digest"); d != "sha-256=:"+base64.StdEncoding.EncodeToString(sum[:])+":" {
-					t.Errorf("Range %q: Content-Digest %q, want the whole file's", tt.rng, d)
+				whole := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+				if d := res.header.Get("Repr-Digest"); d != whole {
+					t.Errorf("Range %q: Repr-Digest %q, want the whole file's", tt.rng, d)
+				}
+				if d, ok := res.header["Content-Digest"]; (tt.status == 200) != ok || (ok && d[0] != whole) {
+					t.Errorf("Range %q: %d with Content-Digest %q, want the whole file's on a 200 and none on a 206", tt.rng, tt.status, d)
 				}
 				if res.header.Get("Accept-Ranges") != "bytes" {
 					t.Errorf("Range %q: Accept-Ranges %q", tt.rng, res.header.Get("Accept-Ranges"))

@@ -29,9 +29,12 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request, c call) error {
 	}
 	limit := a.MaxRequestBytes
 	if r.ContentLength > limit {
-		return errBodyTooLarge(limit)
+		return errFilesTooLarge(limit, a.store.HasBucket())
 	}
 	files, err := readFiles(http.MaxBytesReader(w, r.Body, limit), params["boundary"], limit, r.ContentLength, a.MaxFileBytes)
+	if e, ok := errors.AsType[*Error](err); ok && e.Code == wire.CodeRequestTooLarge {
+		return errFilesTooLarge(limit, a.store.HasBucket())
+	}
 	if err != nil {
 		return err
 	}

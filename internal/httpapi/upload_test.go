@@ -123,7 +123,7 @@ func TestUploadRequestCap(t *testing.T) {
 	t.Run("TooLargeContentLength", func(t *testing.T) {
 		ws := uuid.New()
 		b, ct := sized(t, limit+1)
-		wantError(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ct, b), 413, msgBodyCap, map[string]any{"max": limit})
+		wantError(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ct, b), 413, msgFilesCap, map[string]any{"max": limit})
 		wantNothingStored(t, srv, ws)
 	})
 	t.Run("TooLargeChunked", func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestUploadRequestCap(t *testing.T) {
 		b, ct := sized(t, limit+1)
 		req := newRequest(t, "POST", uploadsURL(srv, ws.String()), srv.AdminToken, ct, io.MultiReader(bytes.NewReader(b)))
 		req.ContentLength = -1
-		wantError(t, send(t, req), 413, msgBodyCap, map[string]any{"max": limit})
+		wantError(t, send(t, req), 413, msgFilesCap, map[string]any{"max": limit})
 		wantNothingStored(t, srv, ws)
 	})
 	t.Run("TooLargeChunkedInAFile", func(t *testing.T) {
@@ -139,7 +139,19 @@ func TestUploadRequestCap(t *testing.T) {
 		b, ct := form(t, file("big.bin", "", strings.Repeat("b", limit)))
 		req := newRequest(t, "POST", uploadsURL(srv, ws.String()), srv.AdminToken, ct, io.MultiReader(bytes.NewReader(b)))
 		req.ContentLength = -1
-		wantError(t, send(t, req), 413, msgBodyCap, map[string]any{"max": limit})
+		wantError(t, send(t, req), 413, msgFilesCap, map[string]any{"max": limit})
+		wantNothingStored(t, srv, ws)
+	})
+	// With a bucket, the next step names the presign route, which takes
+	// a file up to the per-file cap.
+	t.Run("TooLargeNamesPresign", func(t *testing.T) {
+		srv := newFakeServer(t, fakeOptions{MaxRequestBytes: limit, Bucket: true})
+		ws := uuid.New()
+		b, ct := sized(t, limit+1)
+		wantError(t, post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ct, b), 413, msgFilesCapPresign, map[string]any{"max": limit})
+		req := newRequest(t, "POST", uploadsURL(srv, ws.String()), srv.AdminToken, ct, io.MultiReader(bytes.NewReader(b)))
+		req.ContentLength = -1
+		wantError(t, send(t, req), 413, msgFilesCapPresign, map[string]any{"max": limit})
 		wantNothingStored(t, srv, ws)
 	})
 	t.Run("OKChunkedAtTheCap", func(t *testing.T) {
@@ -161,7 +173,7 @@ func TestUploadDefaultRequestCap(t *testing.T) {
 	_, ct := form(t, file("a", "", "a"))
 	head := fmt.Sprintf("POST /workspaces/%s/chat/uploads HTTP/1.1\nHost: x\nAuthorization: Bearer %s\n"+
 		"Content-Type: %s\nContent-Length: %d", ws, srv.AdminToken, ct, 4<<20+1)
-	wantError(t, rawRequest(t, srv, head, nil, false), 413, msgBodyCap, map[string]any{"max": 4 << 20})
+	wantError(t, rawRequest(t, srv, head, nil, false), 413, msgFilesCap, map[string]any{"max": 4 << 20})
 	wantNothingStored(t, srv, ws)
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pendinguploads/pendinguploads/internal/app"
@@ -54,7 +55,32 @@ func Init(need config.Requirement, openBucket app.BucketOpener) (*app.App, error
 		return nil, err
 	}
 	a.Metrics.Fields = reqlog.Fields
+	if a.API != nil {
+		a.API.AfterAnswer = (&afterAnswer{}).run
+	}
 	return a, nil
+}
+
+// afterAnswer runs an HTTP function's work off its answer's path
+// (httpapi.API.AfterAnswer: the token stamp), on a goroutine of its own,
+// one at a time: the invocation's answer goes to the runtime meanwhile.
+// Work handed over while one runs is dropped: a stamp is best-effort, and
+// the database still finds it due at the token's next request. Once the
+// answer is sent, Lambda may freeze the process before the work ends; it
+// resumes at the next invocation, and a stamp cut by its own deadline
+// meanwhile is likewise taken again later. At most one stamp runs beside
+// the next invocation, on one of the pool's connections, for at most
+// pendinguploads.CleanupBudget.
+type afterAnswer struct{ busy atomic.Bool }
+
+func (a *afterAnswer) run(work func()) {
+	if !a.busy.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer a.busy.Store(false)
+		work()
+	}()
 }
 
 // Margin is kept back from the invocation's deadline, so that a slow

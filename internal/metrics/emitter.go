@@ -35,6 +35,10 @@ type Emitter struct {
 	// invocation's request ids (reqlog.Fields), so that a metric line joins
 	// the log lines of its request.
 	Fields func() map[string]any
+	// Only, when not nil, is the set of metric names Add emits: a name not
+	// in it writes nothing (the template's Monitoring=essential keeps the
+	// custom metrics to those its alarms read). Default nil: every name.
+	Only map[string]bool
 
 	namespace string
 
@@ -63,7 +67,8 @@ func (e *Emitter) Count(name string, dims map[string]string, value float64, prop
 // or whose value does not marshal to JSON. A name that is empty or "_aws"
 // emits nothing. unit should be one CloudWatch knows (UnitCount, UnitBytes).
 func (e *Emitter) Add(name string, unit Unit, dims map[string]string, value float64, props map[string]any) {
-	if e == nil || e.w == nil || name == "" || name == awsKey || math.IsNaN(value) || math.IsInf(value, 0) {
+	if e == nil || e.w == nil || name == "" || name == awsKey || math.IsNaN(value) || math.IsInf(value, 0) ||
+		(e.Only != nil && !e.Only[name]) {
 		return
 	}
 	now := time.Now

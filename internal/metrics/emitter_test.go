@@ -268,3 +268,25 @@ func TestEmitterFields(t *testing.T) {
 		t.Errorf("got %v, want %v", docs[0], want)
 	}
 }
+
+// TestEmitterOnly: with Only set, a name outside it writes nothing and a
+// name in it writes its line; Names holds every metric name once.
+func TestEmitterOnly(t *testing.T) {
+	var buf bytes.Buffer
+	e := New(&buf, Namespace)
+	e.Only = map[string]bool{BacklogOldestAge: true}
+	e.Count(Staged, nil, 1, nil)
+	e.Count(Swept, map[string]string{Outcome: OutcomeAcked}, 1, nil)
+	e.Add(BacklogOldestAge, UnitSeconds, nil, 5, nil)
+	docs := decodeLines(t, buf.String())
+	if len(docs) != 1 || docs[0][BacklogOldestAge] != float64(5) {
+		t.Fatalf("got %v, want the one line of %s", docs, BacklogOldestAge)
+	}
+	seen := map[string]bool{}
+	for _, n := range Names {
+		if seen[n] {
+			t.Errorf("Names holds %s twice", n)
+		}
+		seen[n] = true
+	}
+}

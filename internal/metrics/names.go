@@ -19,11 +19,21 @@ const (
 	// QuotaRefused counts uploads, presigns and commits refused for the
 	// workspace's quota (409 workspace quota exceeded).
 	QuotaRefused = "pending_uploads_quota_refused"
+	// UnanchoredOrgToken counts the uses of org tokens without an anchor
+	// workspace (org_api_tokens.org_id NULL), with the dimension Outcome:
+	// OutcomeRefused by default, OutcomeAccepted where
+	// ACCEPT_UNANCHORED_ORG_TOKENS keeps the platform's legacy rule.
+	UnanchoredOrgToken = "pending_uploads_unanchored_org_token"
 	// WorkspaceMaxPendingBytes and WorkspaceMaxPendingFiles are what the
 	// fullest workspace has waiting (by bytes, and by files), measured by
 	// each sweep: how near the quota the nearest workspace is.
 	WorkspaceMaxPendingBytes = "pending_uploads_workspace_max_pending_bytes"
 	WorkspaceMaxPendingFiles = "pending_uploads_workspace_max_pending_files"
+	// SweepUnfinished is 1 for a sweep that stopped before it had
+	// deleted every eligible row (its deadline near, or its batches
+	// spent), 0 for one that finished: the next run resumes where it
+	// stopped.
+	SweepUnfinished = "pending_uploads_sweep_unfinished"
 	// BacklogFiles is the number of files waiting (neither acked nor
 	// expired), measured by each sweep.
 	BacklogFiles = "pending_uploads_backlog_files"
@@ -44,7 +54,15 @@ const (
 	ScanHeld = "pending_uploads_scan_held"
 )
 
-// Outcome is the dimension of Swept that says why rows went.
+// Names are every metric name above: the values METRICS may list.
+var Names = []string{
+	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
+	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
+	UnanchoredOrgToken, SweepUnfinished,
+}
+
+// Outcome is the dimension of Swept that says why rows went, and of
+// UnanchoredOrgToken that says whether the token was accepted.
 const Outcome = "outcome"
 
 // Values of the dimension Outcome.
@@ -52,4 +70,7 @@ const (
 	OutcomeAcked   = "acked"   // acked rows past their retention
 	OutcomeExpired = "expired" // unacked rows past expires_at
 	OutcomeError   = "error"   // a failed sweep run
+
+	OutcomeAccepted = "accepted" // an unanchored org token, accepted (legacy)
+	OutcomeRefused  = "refused"  // an unanchored org token, refused
 )

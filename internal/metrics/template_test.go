@@ -299,3 +299,13 @@ func TestTemplateMetricsAreEmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesHoldsEveryEmittedMetric: Names, the values METRICS may list,
+// has every metric the code emits.
+func TestNamesHoldsEveryEmittedMetric(t *testing.T) {
+	for m := range emitted(t, moduleRoot(t)) {
+		if !slices.Contains(Names, m.name) {
+			t.Errorf("%s is emitted but not in Names", m.name)
+		}
+	}
+}

@@ -14,14 +14,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // access is a caller checked for one workspace: the only value from
 // which a statement that reads or writes a workspace's files (its
 // pending_uploads and presigned_uploads rows, their objects) is built and
-// sent. Only Store.access makes one, after auth's check of the identity
+// sent. Only Store.access makes one for a caller, after auth's check of the identity
 // (auth.Identity.Check), which refuses before any I/O what cannot act on
 // the workspace whatever the database says: none at all, an identity auth
 // did not make, a token-backed one without its token's hash, a workspace
@@ -33,8 +35,12 @@ import (
 // act on the workspace) each statement confirms itself: it names
 // callerMayAct in its SQL, over the arguments send binds (args).
 type access struct {
-	s       *Store
-	ws      uuid.UUID
+	s  *Store
+	ws uuid.UUID
+	// file, when set, is the one file of ws the access reads: a download
+	// link's (Store.linkAccess, the other maker of an access), which
+	// fetch, Open and SignGet check (mayRead). uuid.Nil: every file of ws.
+	file    uuid.UUID
 	trusted bool   // settled outside the database: auth.Identity.Trusted
 	hash    []byte // the token's SHA-256; nil only when trusted
 	// found is, while the caller's bearer is still to be looked up, where
@@ -48,6 +54,12 @@ type access struct {
 	// names it.
 	callerMayAct string
 	schema       tokenSchema // what the look-up of a Bearer reads
+}
+
+// mayRead reports whether a reads file: any file of its workspace, or
+// its one file (a download link's).
+func (a *access) mayRead(file uuid.UUID) bool {
+	return a != nil && (a.file == uuid.Nil || a.file == file)
 }
 
 // errNoAccess is a statement built from an access no check made: a bug,
@@ -70,6 +82,7 @@ func (s *Store) access(ctx context.Context, id *auth.Identity, ws uuid.UUID) (*a
 		if a.schema, err = s.tokens.readSchema(ctx); err != nil {
 			return nil, err
 		}
+		a.schema.acceptUnanchored = s.AcceptUnanchoredOrgTokens
 	}
 	a.callerMayAct = a.schema.mayActSQL()
 	return a, nil
@@ -93,14 +106,17 @@ func (a *access) args(named pgx.StrictNamedArgs) (pgx.StrictNamedArgs, error) {
 // send sends b, the call's statements (each naming callerMayAct, each
 // queued with its own pgx.StrictNamedArgs or none), with the caller's
 // arguments added to each (args), and before them the look-up of the
-// caller's bearer when it is still to be looked up: one round trip, one
+// caller's bearer when it is still to be looked up (else, for a bearer,
+// callerMayAct alone: the round trip's verdict): one round trip, one
 // implicit transaction (none when b is empty: a trusted caller and
-// nothing queued). So a refused bearer reads and stores nothing, even
+// nothing queued). The first of them decides callerMayAct for the whole
+// round trip (mayActSQL). So a refused bearer reads and stores nothing, even
 // though its look-up runs beside the work, and its answer costs no round
 // trip of its own.
 //
-// It returns the caller's refusal, auth.ErrInvalid or auth.ErrNotAllowed
-// (refused tells these apart; what the look-up found, refused or not, is
+// It returns the caller's refusal, auth.ErrInvalid (also for a token
+// that may no longer act, in a round trip after its look-up's),
+// auth.ErrUnanchored or auth.ErrNotAllowed (refused tells these apart; what the look-up found, refused or not, is
 // recorded for the request's logs and the token's stamp: auth.Found), or
 // the batch's error, named op: ErrUnavailable when the database is down
 // or the token tables changed under the statements. A statement queued
@@ -128,15 +144,37 @@ func (a *access) send(ctx context.Context, op string, b *pgx.Batch) error {
 		}
 	}
 	var l *lookup
-	if a.found != nil {
+	var mayAct *bool
+	switch {
+	case a.found != nil:
 		var lb pgx.Batch
 		l = a.schema.queueLookup(&lb, a.hash, &a.ws)
 		b.QueuedQueries = append(lb.QueuedQueries, b.QueuedQueries...)
+	case !a.trusted && b.Len() > 0:
+		// A round trip after the look-up's, its own transaction: its
+		// first statement decides callerMayAct for all of them (mayActSQL),
+		// and says what it decided, so that a token revoked since the
+		// look-up is a refusal, not a batch that quietly stored nothing.
+		args, err := a.args(pgx.StrictNamedArgs{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		sql, vals, err := rewritten(ctx, `SELECT `+a.callerMayAct, args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		mayAct = new(bool)
+		var vb pgx.Batch
+		vb.Queue(sql, vals...).QueryRow(func(row pgx.Row) error { return row.Scan(mayAct) })
+		b.QueuedQueries = append(vb.QueuedQueries, b.QueuedQueries...)
 	}
 	if b.Len() > 0 {
 		if err := a.s.db.SendBatch(ctx, b).Close(); err != nil {
 			return a.s.batchError(op, err)
 		}
+	}
+	if mayAct != nil && !*mayAct {
+		return fmt.Errorf("%s: the token no longer may act: %w", op, auth.ErrInvalid)
 	}
 	if l == nil {
 		return nil
@@ -243,12 +281,16 @@ func (s *Store) batchError(op string, err error) error {
 // relation or column fails, schemaChanged drops what was read, and the
 // next look-up reads it again.
 type tokens struct {
-	db     DB
-	logger func() *slog.Logger
-	now    func() time.Time // the Store's clock: the schema's age
+	db      DB
+	logger  func() *slog.Logger
+	metrics func() *metrics.Emitter // the Store's (nil: none)
+	now     func() time.Time        // the Store's clock: the schema's age
 
-	mu     sync.Mutex                  // held while the schema is read
-	schema atomic.Pointer[tokenSchema] // nil until read
+	// reading is held while the schema is read: a semaphore of one, so
+	// that a request waiting for another's read gives up at its own
+	// context's end (a sync.Mutex would hold it past its deadline).
+	reading *semaphore.Weighted
+	schema  atomic.Pointer[tokenSchema] // nil until read
 }
 
 // TokenTablesMaxAge bounds how long a process goes on with the token
@@ -269,6 +311,12 @@ type tokenSchema struct {
 	// org_api_tokens does (for the log).
 	missing []string
 	readAt  time.Time
+	// acceptUnanchored: an org token without an anchor (org_id NULL: never
+	// set, or its anchor workspace deleted, which the platform's foreign
+	// key turns into NULL) may act on every workspace, the platform's
+	// legacy rule; false (the default) refuses it (auth.ErrUnanchored).
+	// The Store's Settings.AcceptUnanchoredOrgTokens, not the database's.
+	acceptUnanchored bool
 }
 
 // orgColumns are the columns the org look-up (orgAllowedSQL, lookupSQL,
@@ -278,18 +326,22 @@ const orgColumns = `{org_api_tokens.token_hash,org_api_tokens.prefix,org_api_tok
 
 // readSchema returns the schema, reading it on first use and when it is
 // older than TokenTablesMaxAge. Its error means the database cannot be
-// asked: the call fails closed.
+// asked: the call fails closed. A first read waits for another request's
+// read at most until ctx ends, and returns ctx's error then (wrapped in
+// ErrUnavailable at its deadline: a 503).
 func (t *tokens) readSchema(ctx context.Context) (tokenSchema, error) {
 	old := t.schema.Load()
 	if old != nil && t.now().Sub(old.readAt) < TokenTablesMaxAge {
 		return *old, nil // nearly every request: no lock
 	}
 	if old == nil {
-		t.mu.Lock()
-	} else if !t.mu.TryLock() {
+		if err := t.reading.Acquire(ctx, 1); err != nil {
+			return tokenSchema{}, wrap("token check: token tables", err)
+		}
+	} else if !t.reading.TryAcquire(1) {
 		return *old, nil // another request is reading it
 	}
-	defer t.mu.Unlock()
+	defer t.reading.Release(1)
 	if s := t.schema.Load(); s != nil && t.now().Sub(s.readAt) < TokenTablesMaxAge {
 		return *s, nil
 	}
@@ -359,21 +411,45 @@ func (t *tokens) schemaChanged(err error) bool {
 // matches no token, for a trusted one) and @workspace. It holds for a
 // trusted identity, or a live token allowed on that workspace. A NULL
 // never makes it hold: only @caller_trusted does.
+//
+// One rule, one snapshot: the token tables are read once a transaction.
+// The first statement of a transaction that evaluates it for a caller
+// and workspace (a call's bearer look-up, which comes first in its round
+// trip: lookupSQL) keeps its verdict in the transaction's own setting
+// (set_config(…, true): gone at its end, never seen by another); every
+// later statement of that transaction reads that verdict instead of the
+// tables. Under READ COMMITTED each statement has its own snapshot, so a
+// token revoked (or restored) between two statements of a round trip
+// would otherwise be allowed by one and refused by the next: rows that
+// are not all stored, or stored beside a refusal.
 func (s tokenSchema) mayActSQL() string {
-	g := `(@caller_trusted::boolean OR EXISTS (
+	allowed := `EXISTS (
 		SELECT 1 FROM workspace_auth_tokens tok
 		WHERE tok.token_hash = @caller_hash::bytea AND tok.revoked_at IS NULL AND tok.workspace_id = @workspace::uuid)`
 	if s.orgTokens {
-		g += " OR " + s.orgAllowedSQL()
+		allowed += " OR " + s.orgAllowedSQL()
 	}
-	return g + ")"
+	return `(@caller_trusted::boolean OR coalesce(
+		(SELECT split_part(v, '=', 2) = 'true' FROM current_setting('` + verdictSetting + `', true) AS v
+		 WHERE split_part(v, '=', 1) = ` + verdictKey + `),
+		split_part(set_config('` + verdictSetting + `', ` + verdictKey + ` || '=' || (` + allowed + `)::text, true), '=', 2) = 'true'))`
 }
 
+// verdictSetting is the transaction's setting where callerMayAct keeps
+// its verdict (mayActSQL): "<key>=true" or "<key>=false".
+const verdictSetting = "pendinguploads.caller_may_act"
+
+// verdictKey is the SQL of whom and where a kept verdict is for: the
+// caller's token hash and the workspace.
+const verdictKey = `(coalesce(encode(@caller_hash::bytea, 'hex'), '') || '/' || coalesce(@workspace::uuid::text, ''))`
+
 // orgAllowedSQL is the SQL condition that a live org token of hash
-// @caller_hash may act on workspace @workspace: unanchored, or anchored
-// (org_id) to a workspace of the same org (org roots compared, following
+// @caller_hash may act on workspace @workspace: anchored (org_id) to a
+// workspace of the same org (org roots compared, following
 // parent_id up from each, at most 64 levels), or to the control plane's
-// org UUID whose UUID v5 is the org root's id. Each walk starts from one
+// org UUID whose UUID v5 is the org root's id; or unanchored (org_id
+// NULL), only where the deployment accepts those (acceptUnanchored: the
+// platform's legacy rule, every workspace). Each walk starts from one
 // row found by its primary key, so the planner's estimate stays small (a
 // large one would have Postgres JIT-compile the statement: half a
 // second, every time).
@@ -385,6 +461,10 @@ func (s tokenSchema) orgAllowedSQL() string {
 		v5 = `r.id = (SELECT encode(set_byte(set_byte(d, 6, (get_byte(d, 6) & 15) | 80), 8, (get_byte(d, 8) & 63) | 128), 'hex')::uuid
 		              FROM substring(digest('\x6ba7b8119dad11d180b400c04fd430c8'::bytea
 		                  || convert_to('molecule-platform-agent:' || o.org_id::text, 'UTF8'), 'sha1') FROM 1 FOR 16) AS d)`
+	}
+	unanchored := ""
+	if s.acceptUnanchored {
+		unanchored = "o.org_id IS NULL OR "
 	}
 	return `EXISTS (
 		WITH RECURSIVE o AS (
@@ -400,39 +480,47 @@ func (s tokenSchema) orgAllowedSQL() string {
 		    SELECT w.id, w.parent_id, u.depth + 1 FROM anchor_up u JOIN workspaces w ON w.id = u.parent_id WHERE u.depth < 64
 		)
 		SELECT 1 FROM o
-		WHERE o.org_id IS NULL OR EXISTS (
+		WHERE ` + unanchored + `EXISTS (
 		    SELECT 1 FROM ws_up r WHERE r.parent_id IS NULL
 		      AND (` + v5 + ` OR r.id IN (SELECT id FROM anchor_up WHERE parent_id IS NULL))))`
 }
 
 // lookupSQL finds a live token by its hash (@caller_hash): where it
 // lives, its workspace (a workspace token's), its safe prefix, whether
-// last_used_at is due, and whether it may act on workspace @workspace
+// last_used_at is due, whether it may act on workspace @workspace
 // (NULL: a call that names no workspace, for which any live token will
-// do). The indexes on
+// do), and whether it is an org token without an anchor; NULLs for no
+// live token. In the same statement, so in the same snapshot, it
+// evaluates callerMayAct for @caller_hash on @workspace, which keeps that
+// verdict for the rest of the transaction (mayActSQL): the call's
+// statements that follow agree with the look-up. The indexes on
 // token_hash compare digests, never tokens.
 func (s tokenSchema) lookupSQL() string {
 	q := `
-		SELECT 'workspace_auth_tokens', workspace_id, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid
+		SELECT 'workspace_auth_tokens' AS token_table, workspace_id, prefix,
+		       coalesce(last_used_at <= now() - interval '1 minute', true) AS stamp_due,
+		       @workspace::uuid IS NULL OR workspace_id = @workspace::uuid AS allowed, false AS unanchored
 		FROM workspace_auth_tokens WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL`
 	if s.orgTokens {
 		q += `
 		UNION ALL
 		SELECT 'org_api_tokens', NULL::uuid, prefix, coalesce(last_used_at <= now() - interval '1 minute', true),
-		       @workspace::uuid IS NULL OR ` + s.orgAllowedSQL() + `
+		       @workspace::uuid IS NULL OR ` + s.orgAllowedSQL() + `, org_id IS NULL
 		FROM org_api_tokens
 		WHERE token_hash = @caller_hash::bytea AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 	}
-	return q + `
-		LIMIT 1`
+	return `
+		SELECT l.token_table, l.workspace_id, l.prefix, l.stamp_due, l.allowed, l.unanchored, ` + s.mayActSQL() + `
+		FROM (VALUES (1)) AS one(x) LEFT JOIN (` + q + `
+		LIMIT 1) AS l ON true`
 }
 
 // lookup is one bearer's look-up, queued in a batch; found is its row
 // once the batch ran, nil for no live token.
 type lookup struct {
-	hash  []byte // the bearer's SHA-256
-	found *foundToken
+	hash             []byte // the bearer's SHA-256
+	acceptUnanchored bool   // tokenSchema.acceptUnanchored
+	found            *foundToken
 }
 
 // foundToken is a look-up's row.
@@ -442,19 +530,25 @@ type foundToken struct {
 	prefix      string
 	stampDue    bool
 	allowed     bool
+	unanchored  bool // an org token without an anchor workspace
 }
 
 // queueLookup adds the look-up of the token of SHA-256 hash, for
 // workspace ws (nil: any), to b.
 func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *lookup {
-	l := &lookup{hash: hash}
-	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws}).Query(func(rows pgx.Rows) error {
+	l := &lookup{hash: hash, acceptUnanchored: s.acceptUnanchored}
+	b.Queue(s.lookupSQL(), pgx.StrictNamedArgs{"caller_hash": hash, "workspace": ws, "caller_trusted": false}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
+			var table, prefix *string
+			var stampDue, allowed, unanchored *bool
 			f := &foundToken{}
-			if err := rows.Scan(&f.table, &f.workspaceID, &f.prefix, &f.stampDue, &f.allowed); err != nil {
+			if err := rows.Scan(&table, &f.workspaceID, &prefix, &stampDue, &allowed, &unanchored, nil); err != nil {
 				return err
 			}
-			l.found = f
+			if table != nil {
+				f.table, f.prefix, f.stampDue, f.allowed, f.unanchored = *table, *prefix, *stampDue, *allowed, *unanchored
+				l.found = f
+			}
 		}
 		return rows.Err()
 	})
@@ -464,8 +558,11 @@ func (s tokenSchema) queueLookup(b *pgx.Batch, hash []byte, ws *uuid.UUID) *look
 // settle records in found what the look-up, once run, found of its
 // bearer (a live token's kind, workspace and prefix, for the request's
 // logs, and its stamp when due: tokens.stamp), and returns its verdict:
-// nil, or the refusal, auth.ErrInvalid (no live token: nothing recorded)
-// or auth.ErrNotAllowed.
+// nil, or the refusal, auth.ErrInvalid (no live token: nothing recorded),
+// auth.ErrUnanchored (an org token without an anchor, where the
+// deployment does not accept those) or auth.ErrNotAllowed. Every use of
+// an unanchored org token, accepted or refused, is logged (its prefix,
+// never the token) and counted (metrics.UnanchoredOrgToken).
 func (l *lookup) settle(found *auth.Found, t *tokens) error {
 	f := l.found
 	if f == nil {
@@ -475,6 +572,12 @@ func (l *lookup) settle(found *auth.Found, t *tokens) error {
 	if f.workspaceID != nil {
 		found.Kind, found.WorkspaceID = auth.Workspace, *f.workspaceID
 	}
+	if f.unanchored {
+		t.unanchoredUse(f, l.acceptUnanchored)
+		if !l.acceptUnanchored {
+			return auth.ErrUnanchored
+		}
+	}
 	if stamp := t.stamp(l); stamp != nil {
 		found.Stamp = stamp
 	}
@@ -482,6 +585,27 @@ func (l *lookup) settle(found *auth.Found, t *tokens) error {
 		return auth.ErrNotAllowed
 	}
 	return nil
+}
+
+// unanchoredUse logs and counts the use of an org token without an
+// anchor workspace (f), accepted or not: an operator who keeps the legacy
+// rule (ACCEPT_UNANCHORED_ORG_TOKENS) sees which tokens still need it,
+// and one who does not sees who is refused.
+func (t *tokens) unanchoredUse(f *foundToken, accepted bool) {
+	outcome := metrics.OutcomeRefused
+	if accepted && f.allowed {
+		outcome = metrics.OutcomeAccepted
+	}
+	t.logger().Warn("an org token without an anchor workspace (org_id NULL) was presented",
+		"token_prefix", f.prefix, "outcome", outcome, "accept_unanchored_org_tokens", accepted)
+	if t.metrics == nil {
+		return
+	}
+	if outcome == metrics.OutcomeAccepted {
+		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: metrics.OutcomeAccepted}, 1, nil)
+	} else {
+		t.metrics().Count(metrics.UnanchoredOrgToken, map[string]string{metrics.Outcome: metrics.OutcomeRefused}, 1, nil)
+	}
 }
 
 // stamp is the stamp of the looked-up token's last_used_at, when its
@@ -532,6 +656,7 @@ func (s *Store) Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) er
 	if err != nil {
 		return err
 	}
+	schema.acceptUnanchored = s.AcceptUnanchoredOrgTokens
 	var b pgx.Batch
 	l := schema.queueLookup(&b, cred.TokenHash, ws)
 	if err := s.db.SendBatch(ctx, &b).Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -125,7 +126,7 @@ func TestLookupPlansStaySmall(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&jitAbove); err != nil {
 		t.Fatal(err)
 	}
-	tokens := &tokens{db: pool, logger: slog.Default, now: time.Now}
+	tokens := &tokens{db: pool, logger: slog.Default, now: time.Now, reading: semaphore.NewWeighted(1)}
 	s, err := tokens.readSchema(ctx)
 	if err != nil || !s.orgTokens || !s.uuidv5 {
 		t.Fatalf("platform schema read as %+v, %v: want org tokens and UUID v5", s, err)
@@ -151,5 +152,74 @@ func TestLookupPlansStaySmall(t *testing.T) {
 		if cost := plan[0].Plan.TotalCost; cost > jitAbove/10 {
 			t.Errorf("%s: planner's cost %.0f, want under a tenth of jit_above_cost (%.0f)", name, cost, jitAbove)
 		}
+	}
+}
+
+// TestSchemaReadHonoursDeadline: a request whose bearer needs the token
+// tables read, while another request holds that read, waits no longer
+// than its own context: it returns the context's error as ErrUnavailable
+// (a 503), not whenever the other read ends.
+func TestSchemaReadHonoursDeadline(t *testing.T) {
+	s := New(pgtest.MustOpen(t), nil, Settings{})
+	if err := s.tokens.reading.Acquire(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	defer s.tokens.reading.Release(1) // another request's read, never ending here
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.access(ctx, auth.TokenIdentity("pu_some-token"), uuid.New())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want ErrUnavailable wrapping context.DeadlineExceeded", err)
+		}
+	case <-time.After(time.Minute): // a hang guard, far past the deadline: not a measure
+		t.Fatal("still waiting for the token tables' read a minute after the request's deadline")
+	}
+}
+
+// TestRevokedBetweenRoundTrips: a call of several round trips (Stage with
+// a file for the bucket: a check, the objects, then the rows) whose token
+// is revoked after its look-up's round trip is refused in the next one,
+// ErrInvalid with nothing done, not a batch that quietly stored nothing
+// (errClaimLost: a 500).
+func TestRevokedBetweenRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.MustOpen(t)
+	s := New(pool, nil, Settings{})
+	ws := uuid.New()
+	const tok = "pu_revoked-between-round-trips"
+	id := auth.TokenIdentity(tok)
+	if _, err := pool.Exec(ctx, `INSERT INTO workspace_auth_tokens (token_hash, workspace_id, prefix) VALUES ($1, $2, $3)`,
+		id.TokenHash(), ws, tok[:9]); err != nil {
+		t.Fatal(err)
+	}
+	rctx := auth.NewContext(ctx, id)
+	a, err := s.access(rctx, id, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(b *pgx.Batch) *int {
+		n := new(int)
+		b.Queue(`SELECT count(*) FROM pending_uploads WHERE workspace_id = @workspace AND `+a.callerMayAct, pgx.StrictNamedArgs{}).
+			QueryRow(func(row pgx.Row) error { return row.Scan(n) })
+		return n
+	}
+	var first pgx.Batch
+	count(&first)
+	if err := a.send(rctx, "first", &first); err != nil {
+		t.Fatalf("the look-up's round trip: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE workspace_auth_tokens SET revoked_at = now() WHERE token_hash = $1`, id.TokenHash()); err != nil {
+		t.Fatal(err)
+	}
+	var next pgx.Batch
+	count(&next)
+	if err := a.send(rctx, "next", &next); !errors.Is(err, auth.ErrInvalid) {
+		t.Fatalf("the next round trip after the revocation: got %v, want ErrInvalid", err)
 	}
 }

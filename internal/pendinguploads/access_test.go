@@ -1,9 +1,13 @@
 package pendinguploads_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -147,5 +151,75 @@ func TestFetchLinkedNeedsACheckedLink(t *testing.T) {
 	}
 	if n := tr.trips.Load() - before; n != 0 {
 		t.Errorf("%d round trips sent, want none", n)
+	}
+}
+
+// TestFetchLinkedOpensItsFileAlone: what a download link fetched opens
+// the link's one file, whatever is done to the Fetched's Record: turned
+// to another file of the same workspace (its id alone, or its whole
+// Record), it is refused before any I/O. (Before: FetchLinked fetched as
+// the admin, and Open read by the Record's FileID, so a one-file link
+// turned into every file of its workspace.)
+func TestFetchLinkedOpensItsFileAlone(t *testing.T) {
+	ctx := context.Background()
+	s, _, tr := openTraced(t)
+	ws := uuid.New()
+	// Larger than ChunkBytes: Open reads them from Postgres by id.
+	linked := make([]byte, pendinguploads.ChunkBytes+1)
+	other := make([]byte, pendinguploads.ChunkBytes+1)
+	other[0] = 1
+	a, err := stageOne(ctx, s, ws, linked, "linked.bin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := stageOne(ctx, s, ws, other, "other.bin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := downloadlink.New("0123456789abcdef0123456789abcdef-test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := signer.Sign(ctx, ws, a.FileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := url.ParseQuery(link.Query)
+	v, err := signer.Check(ctx, ws, a.FileID, q.Get(downloadlink.ParamExpires), q.Get(downloadlink.ParamKey), q.Get(downloadlink.ParamSignature))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := s.FetchLinked(ctx, v, pendinguploads.Want{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := s.Open(ctx, fetched, 0, fetched.SizeBytes)
+	if err != nil {
+		t.Fatalf("open of the linked file: %v", err)
+	}
+	got, err := io.ReadAll(body)
+	body.Close()
+	if err != nil || !bytes.Equal(got, linked) {
+		t.Fatalf("the linked file: got %d bytes (%v), want its own", len(got), err)
+	}
+	for name, f := range map[string]pendinguploads.Fetched{
+		"FileIDTurned": func() pendinguploads.Fetched { f := fetched; f.FileID = b.FileID; return f }(),
+		"RecordTurned": func() pendinguploads.Fetched { f := fetched; f.Record = b; return f }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := tr.trips.Load()
+			body, err := s.Open(ctx, f, 0, f.SizeBytes)
+			if err == nil {
+				got, _ := io.ReadAll(body)
+				body.Close()
+				t.Fatalf("open: read %d bytes (the other file's: %v), want ErrNotFetched", len(got), bytes.Equal(got, other))
+			}
+			if !errors.Is(err, pendinguploads.ErrNotFetched) {
+				t.Errorf("open: got %v, want ErrNotFetched", err)
+			}
+			if n := tr.trips.Load() - before; n != 0 {
+				t.Errorf("%d round trips sent, want none", n)
+			}
+		})
 	}
 }

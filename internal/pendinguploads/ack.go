@@ -29,14 +29,14 @@ const (
 
 // Ack marks the unexpired row fileID of workspaceID as acked, acting for id (with its
 // check): one round trip, unless it raced. It is idempotent: acking again succeeds (AlreadyAcked) and leaves acked_at
-// alone. It returns ErrNotFound for an absent or expired row and
-// ErrWrongWorkspace, changing nothing, for another workspace's row.
+// alone. It returns ErrNotFound for an absent or expired row, and for
+// another workspace's row alike (no statement reads a row of another
+// workspace: a caller learns nothing of other workspaces' files).
 //
 // The look-up and the update are one statement; only when they disagree
 // (a concurrent ack or sweep) does a second look tell AlreadyAcked from
 // SweptMeanwhile, never an error.
 func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (AckResult, error) {
-	var owner uuid.UUID
 	var ackedAt *time.Time
 	var updated int
 	var found bool
@@ -47,21 +47,21 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 	var b pgx.Batch
 	b.Queue(`
 		WITH target AS (
-		    SELECT file_id, workspace_id, acked_at
+		    SELECT file_id, acked_at
 		    FROM pending_uploads
-		    WHERE file_id = @file_id AND expires_at > now() AND `+a.callerMayAct+`
+		    WHERE file_id = @file_id AND expires_at > now() AND workspace_id = @workspace AND `+a.callerMayAct+`
 		), upd AS (
 		    UPDATE pending_uploads p SET acked_at = now()
 		    FROM target t
-		    WHERE p.file_id = t.file_id AND t.workspace_id = @workspace AND t.acked_at IS NULL
-		      AND p.acked_at IS NULL AND p.expires_at > now()
+		    WHERE p.file_id = t.file_id AND t.acked_at IS NULL AND p.acked_at IS NULL AND p.expires_at > now()
+		      AND p.workspace_id = @workspace AND `+a.callerMayAct+`
 		    RETURNING p.file_id
 		)
-		SELECT t.workspace_id, t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
+		SELECT t.acked_at, (SELECT count(*) FROM upd)::int FROM target t`,
 		pgx.StrictNamedArgs{"file_id": fileID}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
-			if err := rows.Scan(&owner, &ackedAt, &updated); err != nil {
+			if err := rows.Scan(&ackedAt, &updated); err != nil {
 				return err
 			}
 		}
@@ -75,8 +75,6 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 		return 0, ErrNotFound
 	}
 	switch {
-	case owner != workspaceID:
-		return 0, ErrWrongWorkspace
 	case ackedAt != nil:
 		return AlreadyAcked, nil
 	case updated == 1:
@@ -95,7 +93,8 @@ func (s *Store) Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID 
 func (s *Store) ackedMeanwhile(ctx context.Context, a *access, workspaceID, fileID uuid.UUID) bool {
 	var b pgx.Batch
 	var acked bool
-	b.Queue(`SELECT EXISTS (SELECT 1 FROM pending_uploads WHERE file_id = @file_id AND acked_at IS NOT NULL AND `+a.callerMayAct+`)`,
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM pending_uploads
+		WHERE file_id = @file_id AND acked_at IS NOT NULL AND workspace_id = @workspace AND `+a.callerMayAct+`)`,
 		pgx.StrictNamedArgs{"file_id": fileID}).QueryRow(
 		func(row pgx.Row) error { return row.Scan(&acked) })
 	err := a.send(ctx, fmt.Sprintf("ack %s", fileID), &b)

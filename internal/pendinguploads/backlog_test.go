@@ -70,3 +70,24 @@ func TestBacklog(t *testing.T) {
 		t.Errorf("after ack: got %+v, want 2 files, oldest within [%v, %v]", got, lo, hi)
 	}
 }
+
+// TestBacklogBounded: 10,500 files waiting are read no further than
+// BacklogScanLimit (10,000): reported as that many, truncated, with the
+// oldest file's age still right (it is the first row the scan reads).
+func TestBacklogBounded(t *testing.T) {
+	s, pool := open(t)
+	const waiting = 10_500
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+		SELECT gen_random_uuid(), 'x', 1, 'f', now() - (g || ' seconds')::interval, now() + interval '1 day' - (g || ' seconds')::interval
+		FROM generate_series(1, $1::int) g`, waiting)
+	got, err := s.Backlog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(10_000); got.Files != want || got.Bytes != want || !got.Truncated {
+		t.Errorf("got %+v, want %d files and bytes, truncated", got, want)
+	}
+	if lo, hi := waiting*time.Second, (waiting+60)*time.Second; got.OldestAge < lo || got.OldestAge > hi {
+		t.Errorf("OldestAge: got %v, want within [%v, %v]", got.OldestAge, lo, hi)
+	}
+}

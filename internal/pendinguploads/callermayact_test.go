@@ -1,17 +1,18 @@
+//go:build cgo
+
 package pendinguploads
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
-
-// tableRef is a statement's reference to a workspace's files.
-var tableRef = regexp.MustCompile(`(?i)\b(FROM|INTO|UPDATE|JOIN)\s+(pending_uploads|presigned_uploads|scanned_uploads)\b`)
 
 // scheduleOnly are the functions whose statements act for the schedule
 // on every workspace, by age alone, never for a caller (the sweep and its
@@ -21,6 +22,9 @@ var scheduleOnly = map[string]string{
 	"sweepRows":           "deletes acked or expired rows",
 	"sweepRowsAndObjects": "deletes acked or expired rows and their objects",
 	"sweepPresigned":      "deletes expired presigned uploads",
+	"deleteBatch":         "sweepRows's batch: acked or expired rows after the pass's cursor",
+	"selectBatch":         "sweepRowsAndObjects's batch: acked or expired rows after the pass's cursor",
+	"deleteByID":          "sweepRowsAndObjects's delete of a batch's rows whose objects are gone",
 	"Backlog":             "counts what waits, for the sweep's metrics",
 	"ExpireBucketFiles":   "expires the files of a dev server's earlier local bucket",
 	"decideDeliver":       "delivers the file a malware scan's result names by its object key: the scanner's event, no caller",
@@ -38,38 +42,77 @@ var sqlMethods = map[string]int{"queue": 0, "Queue": 0, "Exec": 1, "Query": 1, "
 // TestEveryStatementNamesCallerMayAct reads the package's source: every
 // statement that reads or writes pending_uploads or presigned_uploads is
 // written in the argument of the call that sends it (or in a named
-// fragment, a constant that statement names), names callerMayAct there
-// (the condition that the call's caller may act on the workspace), and
-// binds its values by name (@name), never $n; only the schedule's
-// functions (scheduleOnly) act without a caller.
+// fragment, a constant that statement names), binds its values by name
+// (@name), never $n, and, read by Postgres's own parser, names at each of
+// its levels both who acts and on which rows: workspace_id = @workspace
+// AND callerMayAct (guardProblems). Only the schedule's functions
+// (scheduleOnly) act without a caller. The checker is shown each way a
+// statement once slipped past a check by patterns (testdata/guard).
 func TestEveryStatementNamesCallerMayAct(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var names []string
+	for _, name := range files {
+		if !strings.HasSuffix(name, "_test.go") {
+			names = append(names, name)
+		}
+	}
+	statements, problems := checkStatements(t, names, true)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if statements < 13 {
+		t.Fatalf("found %d statements on a workspace's files: the test no longer sees them", statements)
+	}
+
+	t.Run("Dodges", func(t *testing.T) {
+		for _, name := range []string{"schema_qualified", "quoted", "using", "or"} {
+			t.Run(name, func(t *testing.T) {
+				n, problems := checkStatements(t, []string{filepath.Join("testdata", "guard", name+".go.txt")}, false)
+				if n != 1 || len(problems) == 0 {
+					t.Fatalf("%d statements, problems %q: want the statement seen and refused", n, problems)
+				}
+				t.Log(problems)
+			})
+		}
+	})
+}
+
+// checkStatements reads the Go files names and returns how many
+// statements on a workspace's files they send, and what is wrong: a
+// statement the guard's checker refuses (guardProblems), SQL on those
+// tables outside the statement that sends it, a numbered placeholder,
+// and (with whole, the package) a fragment no statement names or a
+// function of scheduleOnly that is gone.
+func checkStatements(t *testing.T, names []string, whole bool) (int, []string) {
+	t.Helper()
 	fset := token.NewFileSet()
 	var parsed []*ast.File
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
+	for _, name := range names {
 		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parsed = append(parsed, f)
 	}
-	// Named fragments: constants of SQL on the files, each a condition a
-	// statement names beside callerMayAct.
-	fragments := map[string]*ast.BasicLit{}
+	var problems []string
+	report := func(pos token.Pos, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("%s: ", fset.Position(pos))+fmt.Sprintf(format, args...))
+	}
+	// The package's string constants: fragments a statement may name.
+	consts := map[string]ast.Expr{}
+	fragments := map[string]ast.Expr{}
 	for _, f := range parsed {
 		for _, decl := range f.Decls {
 			if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.CONST {
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
 					for i, v := range vs.Values {
-						if l, ok := v.(*ast.BasicLit); ok && l.Kind == token.STRING && tableRef.MatchString(l.Value) {
-							fragments[vs.Names[i].Name] = l
+						consts[vs.Names[i].Name] = v
+						if sql, err := goSQL(fset, v, nil); err == nil && mentionsFiles(sql) {
+							fragments[vs.Names[i].Name] = v
 						}
 					}
 				}
@@ -88,7 +131,7 @@ func TestEveryStatementNamesCallerMayAct(t *testing.T) {
 				seen[fn.Name.Name] = true
 				continue
 			}
-			guarded := map[*ast.BasicLit]bool{}
+			inStatement := map[*ast.BasicLit]bool{}
 			ast.Inspect(decl, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
@@ -103,57 +146,70 @@ func TestEveryStatementNamesCallerMayAct(t *testing.T) {
 					return true
 				}
 				arg := call.Args[i]
-				lits, names := literalsAndNames(arg)
+				lits, idents := literalsAndNames(arg)
 				touches := false
 				for _, l := range lits {
-					if tableRef.MatchString(l.Value) {
+					if v, err := strconv.Unquote(l.Value); err == nil && mentionsFiles(v) {
 						touches = true
-						guarded[l] = true
 					}
 				}
 				for name := range fragments {
-					if names[name] {
-						touches = true
-						used[name] = true
+					if idents[name] {
+						touches, used[name] = true, true
 					}
+				}
+				sql, err := goSQL(fset, arg, consts)
+				if err == nil && mentionsFiles(sql) {
+					touches = true
 				}
 				if !touches {
 					return true
 				}
 				statements++
-				pos := fset.Position(call.Pos())
-				if !names["callerMayAct"] {
-					t.Errorf("%s: a statement on a workspace's files without callerMayAct", pos)
-				}
 				for _, l := range lits {
+					inStatement[l] = true
 					if regexp.MustCompile(`\$[0-9]`).MatchString(l.Value) {
-						t.Errorf("%s: a numbered placeholder ($n) in a statement on a workspace's files: bind by name", pos)
+						report(call.Pos(), "a numbered placeholder ($n) in a statement on a workspace's files: bind by name")
 					}
+				}
+				if err != nil {
+					report(call.Pos(), "a statement on a workspace's files the checker cannot read: %v", err)
+					return true
+				}
+				for _, p := range guardProblems(sql) {
+					report(call.Pos(), "%s", p)
 				}
 				return true
 			})
 			ast.Inspect(decl, func(n ast.Node) bool {
-				if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING && tableRef.MatchString(l.Value) && !guarded[l] {
-					t.Errorf("%s: SQL on a workspace's files outside the statement that sends it: write it there, beside callerMayAct",
-						fset.Position(l.Pos()))
+				if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING && !inStatement[l] {
+					if v, err := strconv.Unquote(l.Value); err == nil && mentionsFiles(v) {
+						report(l.Pos(), "SQL on a workspace's files outside the statement that sends it: write it there, beside callerMayAct")
+					}
 				}
 				return true
 			})
 		}
 	}
-	for name, l := range fragments {
-		if !used[name] {
-			t.Errorf("%s: fragment %s is named by no statement beside callerMayAct", fset.Position(l.Pos()), name)
+	if whole {
+		for name, v := range fragments {
+			if !used[name] {
+				report(v.Pos(), "fragment %s is named by no statement beside callerMayAct", name)
+			}
+		}
+		for name := range scheduleOnly {
+			if !seen[name] {
+				problems = append(problems, fmt.Sprintf("scheduleOnly names %s, which is not in the package any more", name))
+			}
 		}
 	}
-	for name := range scheduleOnly {
-		if !seen[name] {
-			t.Errorf("scheduleOnly names %s, which is not in the package any more", name)
-		}
-	}
-	if statements < 10 {
-		t.Fatalf("found %d statements on a workspace's files: the test no longer sees them", statements)
-	}
+	return statements, problems
+}
+
+// mentionsFiles reports whether text names a table of a workspace's
+// files: as a word, or, read by Postgres's parser, however it is spelt.
+func mentionsFiles(text string) bool {
+	return filesWord.MatchString(text) || len(filesTablesIn(text)) > 0
 }
 
 // literalsAndNames returns the string literals of expression e and the

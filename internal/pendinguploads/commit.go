@@ -18,10 +18,11 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/limits"
 )
 
-// NotReceivedError is Commit's refusal of an upload it cannot commit:
-// unknown or expired, already committed beside new uploads, taken by a
-// concurrent commit, no object in the bucket, or an object of another
-// size than declared. Nothing is stored.
+// NotReceivedError is Commit's refusal of an upload it cannot commit
+// because the bucket does not hold it as declared: unknown or expired,
+// no object in the bucket, an object of another size or digest than
+// declared, or claimed by a concurrent commit that then rolled back.
+// Sending the bytes again is the remedy. Nothing is stored.
 type NotReceivedError struct {
 	UploadID uuid.UUID
 	Reason   string
@@ -30,6 +31,24 @@ type NotReceivedError struct {
 func (e *NotReceivedError) Error() string {
 	return fmt.Sprintf("upload %s not received: %s", e.UploadID, e.Reason)
 }
+
+// CommittedError is Commit's refusal of a commit that names an upload a
+// commit took already beside one that none did (a commit of only taken
+// uploads is a retry, answered with their files): the upload is a file
+// now, and sending its bytes again would not change the answer; commit
+// the others without it. It matches ErrUploadCommitted. Nothing is
+// stored.
+type CommittedError struct {
+	UploadID uuid.UUID
+	Reason   string
+}
+
+func (e *CommittedError) Error() string {
+	return fmt.Sprintf("upload %s already committed: %s", e.UploadID, e.Reason)
+}
+
+// Is makes a *CommittedError match ErrUploadCommitted.
+func (e *CommittedError) Is(target error) bool { return target == ErrUploadCommitted }
 
 // Commit stages, for workspaceID and acting for id, the files whose
 // bytes clients put into the bucket after Presign: every upload or none.
@@ -45,8 +64,8 @@ func (e *NotReceivedError) Error() string {
 // retrying a commit whose answer it lost, or the loser of a race with its
 // own twin) returns the files that commit stored, with replayed true, and
 // stores nothing. A mix of new and committed uploads is refused as a
-// whole, naming the first committed one. Refusals are *NotReceivedError;
-// ErrNoBucket without a bucket.
+// whole, naming the first committed one (*CommittedError). Other
+// refusals are *NotReceivedError; ErrNoBucket without a bucket.
 //
 // Commit sets its own deadline, as only it learns how many bytes it
 // copies: ctx carries the caller's outer bound alone (on Lambda, the
@@ -83,7 +102,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 			return nil, false, &NotReceivedError{id, "unknown or expired"}
 		}
 		if u.committed() {
-			return nil, false, &NotReceivedError{id, "already committed, beside new uploads"}
+			return nil, false, &CommittedError{id, "beside new uploads"}
 		}
 		size += u.SizeBytes
 	}
@@ -91,7 +110,7 @@ func (s *Store) Commit(ctx context.Context, id *auth.Identity, workspaceID uuid.
 	defer cancelCopy()
 	recs, err = s.copyAndMeasure(ctx, workspaceID, uploadIDs, uploads)
 	if err == nil {
-		err = s.claimAndInsert(ctx, a, workspaceID, uploadIDs, recs)
+		err = s.unknownWorkspace(ctx, a, s.claimAndInsert(ctx, a, workspaceID, uploadIDs, recs))
 	}
 	nr, _ := errors.AsType[*NotReceivedError](err)
 	if errors.Is(err, errClaimLost) || nr != nil {
@@ -261,7 +280,7 @@ func (s *Store) committedFiles(ctx context.Context, a *access, workspaceID uuid.
 		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, s3_key
 		FROM scanned_uploads s
 		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+a.callerMayAct+`
-		  AND NOT EXISTS (SELECT 1 FROM pending_uploads p WHERE p.file_id = s.file_id)`,
+		  AND NOT EXISTS (SELECT 1 FROM pending_uploads p WHERE p.file_id = s.file_id AND p.workspace_id = @workspace)`,
 		pgx.StrictNamedArgs{"file_ids": uuidArray(fileIDs)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -382,9 +401,15 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 	for i, r := range recs {
 		fileIDs[i] = r.FileID
 	}
-	var b pgx.Batch
 	q := s.quotaFor(int64(len(recs)), total(recs))
-	q.queue(&b, a, true)
+	return s.finish(ctx, a, q, recs, func(b *pgx.Batch) *inserted {
+		return s.queueClaimAndInsert(ctx, b, a, ids, fileIDs, recs, q)
+	})
+}
+
+// queueClaimAndInsert queues on b claimAndInsert's statements.
+func (s *Store) queueClaimAndInsert(ctx context.Context, b *pgx.Batch, a *access, ids, fileIDs []uuid.UUID, recs []Record, q *quota) *inserted {
+	q.queue(b, a, true)
 	// The claim and the rows hold together: each statement takes its
 	// part only when the uploads are all there, the deadline has not
 	// passed, the caller is allowed and the files fit the quota; the
@@ -392,16 +417,18 @@ func (s *Store) claimAndInsert(ctx context.Context, a *access, workspaceID uuid.
 	b.Queue(`
 		WITH locked AS MATERIALIZED (
 		    SELECT upload_id FROM presigned_uploads
-		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND workspace_id = @workspace AND expires_at > now() AND file_id IS NULL
+		    WHERE upload_id = ANY(@upload_ids::uuid[]) AND expires_at > now() AND file_id IS NULL
+		      AND workspace_id = @workspace AND `+a.callerMayAct+`
 		    ORDER BY upload_id FOR UPDATE
 		)
 		UPDATE presigned_uploads p SET file_id = c.file_id
 		FROM unnest(@upload_ids::uuid[], @file_ids::uuid[]) AS c(upload_id, file_id)
 		WHERE p.upload_id = c.upload_id AND (SELECT count(*) FROM locked) = cardinality(@upload_ids::uuid[])
-		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+a.callerMayAct+` AND `+quotaFits,
-		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx)}))
-	ins := s.queueFiles(ctx, &b, a.callerMayAct, recs, make([][]byte, len(recs)), uuidArray(ids), q)
-	return s.finish(ctx, a, &b, ins, q, recs)
+		  AND (@deadline::timestamptz IS NULL OR now() <= @deadline)
+		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+knownWorkspace+` AND `+quotaFits,
+		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx),
+			"refuse_unknown": s.RefuseUnknownWorkspaces}))
+	return s.queueFiles(ctx, b, a.callerMayAct, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 }
 
 // claimedAll is the condition, named where the INSERT of files uses it
@@ -414,7 +441,7 @@ const claimedAll = `(SELECT count(*) FROM presigned_uploads p JOIN unnest(@uploa
 // afterLostClaim answers a commit whose claim was lost, or whose objects
 // were not there (nr): when a concurrent commit of the same uploads took
 // them, with what it stored (replayed); otherwise with nr, or the first
-// upload taken.
+// upload taken (firstTaken).
 func (s *Store) afterLostClaim(ctx context.Context, a *access, workspaceID uuid.UUID, uploadIDs []uuid.UUID,
 	nr *NotReceivedError) ([]Record, bool, error) {
 	now, err := s.lookupPresigned(ctx, a, uploadIDs)
@@ -424,22 +451,23 @@ func (s *Store) afterLostClaim(ctx context.Context, a *access, workspaceID uuid.
 	if recs, ok, err := s.committedBefore(ctx, a, workspaceID, uploadIDs, now); ok || err != nil {
 		return recs, ok, err
 	}
-	if nr == nil {
-		nr = firstTaken(uploadIDs, now)
+	if nr != nil {
+		return nil, false, nr
 	}
-	return nil, false, nr
+	return nil, false, firstTaken(uploadIDs, now)
 }
 
 // firstTaken names the first upload a lost claim could not take: gone
-// (expired) or committed by another commit.
-func firstTaken(ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) *NotReceivedError {
+// (expired: *NotReceivedError) or committed by another commit
+// (*CommittedError).
+func firstTaken(ids []uuid.UUID, uploads map[uuid.UUID]presignedUpload) error {
 	for _, id := range ids {
 		u, ok := uploads[id]
 		if !ok {
 			return &NotReceivedError{id, "expired before the commit"}
 		}
 		if u.committed() {
-			return &NotReceivedError{id, "taken by a concurrent commit"}
+			return &CommittedError{id, "taken by a concurrent commit"}
 		}
 	}
 	return &NotReceivedError{ids[0], "taken by a concurrent commit, since rolled back"}

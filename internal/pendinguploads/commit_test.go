@@ -93,7 +93,6 @@ func TestPresignAndCommit(t *testing.T) {
 	}{
 		{"WrongSize", []uuid.UUID{puts[1].UploadID}, puts[1].UploadID},
 		{"NoObject", []uuid.UUID{puts[2].UploadID}, puts[2].UploadID},
-		{"CommittedBesideNew", []uuid.UUID{puts[2].UploadID, puts[0].UploadID}, puts[0].UploadID},
 		{"Unknown", []uuid.UUID{uuid.New()}, uuid.Nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,6 +100,28 @@ func TestPresignAndCommit(t *testing.T) {
 			nr, ok := errors.AsType[*pendinguploads.NotReceivedError](err)
 			if !ok || (tc.want != uuid.Nil && nr.UploadID != tc.want) {
 				t.Fatalf("got %v, want not received naming %s", err, tc.want)
+			}
+			list, _, err := s.List(ctx, auth.AdminIdentity(), ws, 10, nil)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("files after the refusal: %d (%v), want the first commit's 1", len(list), err)
+			}
+		})
+	}
+	// A committed upload beside one none took, in either order: the
+	// committed one named, as committed (ErrUploadCommitted), not as not
+	// received (which would send a client to PUT it again).
+	for _, tc := range []struct {
+		name string
+		ids  []uuid.UUID
+	}{
+		{"CommittedBesideNew", []uuid.UUID{puts[2].UploadID, puts[0].UploadID}},
+		{"CommittedFirst", []uuid.UUID{puts[0].UploadID, puts[2].UploadID}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.Commit(ctx, auth.AdminIdentity(), ws, tc.ids)
+			ce, ok := errors.AsType[*pendinguploads.CommittedError](err)
+			if !ok || ce.UploadID != puts[0].UploadID || !errors.Is(err, pendinguploads.ErrUploadCommitted) {
+				t.Fatalf("got %v, want already committed naming %s", err, puts[0].UploadID)
 			}
 			list, _, err := s.List(ctx, auth.AdminIdentity(), ws, 10, nil)
 			if err != nil || len(list) != 1 {

@@ -12,9 +12,9 @@
 //
 // Visibility: a row is listed while it is unacked and unexpired; Fetch
 // also serves it once acked, until the sweep. Every call that names a
-// file also names the workspace, and a row of another workspace is
-// ErrWrongWorkspace (which HTTP answers as 404) without its bytes ever
-// leaving the database.
+// file also names the workspace, and no statement reads a row of another
+// workspace: such a file is ErrNotFound, as one that is not there (HTTP:
+// the same 404), and nothing of it leaves the database.
 //
 // Lifecycle of a row:
 //
@@ -31,10 +31,14 @@
 // (access.send: the caller's look-up and arguments added), and names the
 // condition callerMayAct in its SQL, where it is written, over named
 // arguments (pgx.StrictNamedArgs: a statement that does not name the
-// condition is refused unsent). Open and SignGet read only a file that
+// condition is refused unsent). At each level of a statement that reads
+// or writes those rows, the condition names the rows as well as the
+// caller: workspace_id = @workspace AND callerMayAct (an INSERT writes
+// @workspace as the rows' workspace_id); callermayact_test.go holds every
+// statement to it, read by Postgres's own parser. Open and SignGet read only a file that
 // Fetch found (Fetched). Only the sweep's statements, and those applying
 // a malware scan's verdict (scan.go: the scanner's, by object key), act
-// without a caller.
+// without a caller, for the schedule or the scanner.
 //
 // Where to look, every file: store.go (Store, New, its Settings), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), access.go (who may

@@ -15,12 +15,11 @@ const MaxFilenameBytes = 100
 
 var (
 	// ErrNotFound is returned by Fetch, Open and Ack when the row is
-	// absent or expired (or swept meanwhile). The cases mean the same to
-	// a workspace: the file is gone.
+	// absent or expired (or swept meanwhile), or another workspace's,
+	// which no statement reads. The cases mean the same to a workspace:
+	// the file is not there, and nothing tells another workspace's file
+	// from none.
 	ErrNotFound = errors.New("pendinguploads: upload not found or expired")
-	// ErrWrongWorkspace is returned when the file exists but belongs to
-	// another workspace. Nothing is read or changed.
-	ErrWrongWorkspace = errors.New("pendinguploads: upload belongs to another workspace")
 	// ErrTooLarge is returned by Stage and Presign for a file over the
 	// Store's FileCap.
 	ErrTooLarge = errors.New("pendinguploads: content exceeds per-file cap")
@@ -45,11 +44,18 @@ var (
 	// bucket (presigned uploads are off), and when a file needs the
 	// bucket the Store does not have.
 	ErrNoBucket = errors.New("pendinguploads: no bucket configured")
-	// ErrUnknownWorkspace is returned (wrapped) by Stage when the database
-	// refuses the activity rows for their workspace: on the platform's
+	// ErrUnknownWorkspace is returned (wrapped) by Stage and Commit when
+	// the database does not know their workspace: on the platform's
 	// database activity_logs references its workspaces (a foreign key,
-	// SQLSTATE 23503). Nothing is stored then.
+	// SQLSTATE 23503); on the service's own, with
+	// Settings.RefuseUnknownWorkspaces, no token was ever made for it.
+	// Nothing is stored then.
 	ErrUnknownWorkspace = errors.New("pendinguploads: workspace not found")
+	// ErrWorkspaceBusy is returned (wrapped) by Stage and Commit when the
+	// workspace's turn did not come within their bounded wait
+	// (Settings.LockWait, Settings.LockTries): other calls of the same
+	// workspace held it. Nothing is stored; a retry shortly may succeed.
+	ErrWorkspaceBusy = errors.New("pendinguploads: workspace busy")
 	// ErrUnavailable wraps every failure that means a dependency is down
 	// or too slow (connection refused or lost, connect or statement
 	// timeout, server shutting down). HTTP answers it with 503; a retry

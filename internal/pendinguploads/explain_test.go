@@ -2,10 +2,22 @@ package pendinguploads_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pendinguploads/pendinguploads/internal/auth"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 )
 
 // TestPlansUsePartialIndexes shows, with EXPLAIN on a table large enough
@@ -21,20 +33,32 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 		FROM generate_series(1, 20000) g`)
 	mustExec(t, pool, `ANALYZE pending_uploads`)
 	ws := uuid.MustParse("00000000-0000-0000-0000-000000000001")
+	sweepArgs := []any{int64(3600_000_000), 1000, time.Now().Add(-3 * time.Hour), uuid.Nil}
 	cases := []struct {
 		name, index, sql string
 		args             []any
 	}{
-		{"ListFirstPage", "idx_pending_uploads_workspace_list",
+		{"ListFirstPage", "idx_pending_uploads_workspace_page",
 			`SELECT file_id FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() ORDER BY created_at, file_id LIMIT 51`,
 			[]any{ws}},
-		{"ListAfterCursor", "idx_pending_uploads_workspace_list",
+		{"ListAfterCursor", "idx_pending_uploads_workspace_page",
 			`SELECT file_id FROM pending_uploads WHERE workspace_id = $1 AND acked_at IS NULL AND expires_at > now() AND (created_at, file_id) > (now() - interval '1 hour', $2::uuid) ORDER BY created_at, file_id LIMIT 51`,
 			[]any{ws, uuid.Nil}},
-		{"SweepAcked", "idx_pending_uploads_acked",
-			`SELECT file_id FROM pending_uploads WHERE acked_at IS NOT NULL AND acked_at < now() - 3600000000::bigint * interval '1 microsecond' LIMIT 1000`, nil},
-		{"SweepExpired", "idx_pending_uploads_expires",
-			`SELECT file_id FROM pending_uploads WHERE acked_at IS NULL AND expires_at < now() LIMIT 1000`, nil},
+		// The sweep's batches, as sent: each a range scan of its index
+		// that starts at the cursor (Index Cond key >= $3), so a batch
+		// never reads what the batches before it deleted.
+		{"SweepAckedBatch", "idx_pending_uploads_acked", pendinguploads.SweepBatchSQL("acked", false), sweepArgs},
+		{"SweepAckedBatchBucket", "idx_pending_uploads_acked", pendinguploads.SweepBatchSQL("acked", true), sweepArgs},
+		{"SweepExpiredBatch", "idx_pending_uploads_expires", pendinguploads.SweepBatchSQL("expired", false), sweepArgs},
+		{"SweepExpiredBatchBucket", "idx_pending_uploads_expires", pendinguploads.SweepBatchSQL("expired", true), sweepArgs},
+	}
+	// With a bucket, each batch's rows go by primary key alone: a bitmap
+	// of the pass's index would read the whole backlog in every batch.
+	for _, kind := range []string{"acked", "expired"} {
+		cases = append(cases, struct {
+			name, index, sql string
+			args             []any
+		}{"SweepDeleteByID/" + kind, "pending_uploads_pkey", pendinguploads.SweepDeleteByIDSQL(kind), []any{int64(0), []uuid.UUID{uuid.New(), uuid.New()}}})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,9 +78,188 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := strings.Join(plan, "\n")
-			if !strings.Contains(p, c.index) || strings.Contains(p, "Seq Scan") {
+			if !strings.Contains(p, c.index) || strings.Contains(p, "Seq Scan on pending_uploads") {
 				t.Fatalf("plan does not use %s:\n%s", c.index, p)
+			}
+			if strings.HasPrefix(c.name, "SweepDeleteByID") && regexp.MustCompile(`idx_pending_uploads_(acked|expires)`).MatchString(p) {
+				t.Fatalf("the delete reads the pass's index:\n%s", p)
+			}
+			if strings.HasPrefix(c.name, "SweepBatch") || strings.HasPrefix(c.name, "SweepAcked") || strings.HasPrefix(c.name, "SweepExpired") {
+				if !regexp.MustCompile(`Index Cond: .*_at >= `).MatchString(p) {
+					t.Fatalf("the batch's index scan does not start at its cursor:\n%s", p)
+				}
 			}
 		})
 	}
+}
+
+// planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
+type planNode struct {
+	NodeType        string     `json:"Node Type"`
+	IndexName       string     `json:"Index Name"`
+	ActualRows      float64    `json:"Actual Rows"`
+	RowsRemoved     float64    `json:"Rows Removed by Filter"`
+	RowsRemovedBulk float64    `json:"Rows Removed by Index Recheck"`
+	Plans           []planNode `json:"Plans"`
+}
+
+func (n planNode) walk(f func(planNode)) {
+	f(n)
+	for _, c := range n.Plans {
+		c.walk(f)
+	}
+}
+
+// batchCapture records the statements (as sent: $n placeholders) and
+// arguments of the batches a pool sends.
+type batchCapture struct {
+	mu    sync.Mutex
+	stmts []capturedStatement
+}
+
+type capturedStatement struct {
+	sql  string
+	args []any
+}
+
+func (c *batchCapture) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (c *batchCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *batchCapture) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (c *batchCapture) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stmts = append(c.stmts, capturedStatement{d.SQL, d.Args})
+}
+func (c *batchCapture) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// last is the last statement sent that contains marker.
+func (c *batchCapture) last(t *testing.T, marker string) capturedStatement {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.stmts) - 1; i >= 0; i-- {
+		if strings.Contains(c.stmts[i].sql, marker) {
+			return c.stmts[i]
+		}
+	}
+	t.Fatalf("no statement sent with %q", marker)
+	return capturedStatement{}
+}
+
+// explainAnalyze runs st under EXPLAIN (ANALYZE, FORMAT JSON), in a
+// transaction it rolls back (st may write), and returns its plan, and the
+// plan's text for failure messages.
+func explainAnalyze(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (planNode, string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "+st.sql, st.args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN's output: %v\n%s", err, out)
+	}
+	return plans[0].Plan, string(out)
+}
+
+// TestExpiredRowsAreNotRead: rows past expires_at that the sweep has not
+// reached cost the list and the quota's count no table read. The list
+// passes over them in an Index Only Scan of
+// idx_pending_uploads_workspace_page, and reads from the table only the
+// rows it returns; the count scans the range of
+// idx_pending_uploads_workspace_pending, which leaves them out. The
+// statements List and Stage send are captured and explained with their
+// arguments; no timing is asserted, only where rows were read and dropped.
+func TestExpiredRowsAreNotRead(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := &batchCapture{}
+	cfg.ConnConfig.Tracer = capture
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	settings := apptest.StoreSettings()
+	settings.MaxPendingFiles = 10
+	s := pendinguploads.New(pool, nil, settings)
+	ctx := context.Background()
+	ws := uuid.New()
+	// 2,000 expired rows of ws staged first, 10 live ones after, and
+	// 10,000 rows of other workspaces.
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+		SELECT $1, 'x', 1, 'expired', now() - interval '2 days' + g * interval '1 ms', now() - interval '1 day' + g * interval '1 ms'
+		FROM generate_series(1, 2000) g`, ws)
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+		SELECT $1, 'x', 2, 'live', now() - interval '1 hour' + g * interval '1 ms', now() + interval '1 day'
+		FROM generate_series(1, 10) g`, ws)
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
+		SELECT gen_random_uuid(), 'x', 1, 'other', now() - interval '1 hour', now() + interval '1 day'
+		FROM generate_series(1, 10000) g`)
+	mustExec(t, pool, `VACUUM ANALYZE pending_uploads`)
+
+	check := func(t *testing.T, st capturedStatement, index string, scan func(planNode) bool) {
+		t.Helper()
+		plan, text := explainAnalyze(t, pool, st)
+		byIndex := false
+		plan.walk(func(n planNode) {
+			switch n.NodeType {
+			case "Index Only Scan", "Bitmap Index Scan":
+				// The planner may take the index's range through a
+				// bitmap (its row estimate for expires_at > now() is
+				// coarse): the table is then read only for the rows in
+				// the range, and the check below holds it to that.
+				if n.IndexName == index && scan(n) {
+					byIndex = true
+				}
+			case "Seq Scan", "Index Scan", "Bitmap Heap Scan":
+				// A table read: only of rows kept.
+				if n.RowsRemoved > 0 || n.RowsRemovedBulk > 0 {
+					t.Errorf("%s read %v rows from the table it then dropped", n.NodeType, n.RowsRemoved+n.RowsRemovedBulk)
+				}
+			}
+		})
+		if !byIndex {
+			t.Errorf("no scan of %s as expected", index)
+		}
+		if t.Failed() {
+			t.Logf("plan:\n%s", text)
+		}
+	}
+	t.Run("List", func(t *testing.T) {
+		recs, next, err := s.List(ctx, auth.AdminIdentity(), ws, 5, nil)
+		if err != nil || len(recs) != 5 || next == nil {
+			t.Fatalf("first page: %d rows, next %v, %v", len(recs), next, err)
+		}
+		check(t, capture.last(t, "CROSS JOIN LATERAL"), "idx_pending_uploads_workspace_page", func(planNode) bool { return true })
+		if recs, _, err = s.List(ctx, auth.AdminIdentity(), ws, 5, next); err != nil || len(recs) != 5 {
+			t.Fatalf("second page: %d rows, %v", len(recs), err)
+		}
+		check(t, capture.last(t, "CROSS JOIN LATERAL"), "idx_pending_uploads_workspace_page", func(planNode) bool { return true })
+	})
+	t.Run("QuotaCount", func(t *testing.T) {
+		// The workspace is full (10 files): the refusal, the statement
+		// that stores having counted and stored nothing.
+		_, err := stageOne(ctx, s, ws, []byte("y"), "refused", "")
+		if qe, ok := errors.AsType[*pendinguploads.QuotaError](err); !ok || qe.Pending != 10 {
+			t.Fatalf("stage into a full workspace: got %v, want a QuotaError with 10 pending", err)
+		}
+		// Its count's scan finds the 10 live rows, and no expired one.
+		check(t, capture.last(t, "INSERT INTO pending_uploads"), "idx_pending_uploads_workspace_pending",
+			func(n planNode) bool { return n.ActualRows == 10 })
+	})
 }

@@ -2,6 +2,7 @@ package pendinguploads
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,36 +24,46 @@ const ChunkBytes = 1 << 20
 // Want is what an answer will send of a file: the bytes from From on
 // (0: the whole file; a range no file can satisfy: math.MaxInt64), or,
 // with Redirect, a redirect to the bucket when the file is there.
+// IfDigest, when set, makes From conditional (a Range with If-Range): a
+// file whose SHA-256 is another, or none, is sent whole.
 type Want struct {
 	From     int64
+	IfDigest []byte
 	Redirect bool
 }
 
 // sends reports whether an answer wanting w sends anything of r: bytes,
-// or a redirect.
+// or a redirect. It is the stamp's condition in Fetch's statement.
 func (w Want) sends(r Record) bool {
-	return r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
+	whole := w.IfDigest != nil && !bytes.Equal(r.SHA256, w.IfDigest)
+	return whole || r.SizeBytes > w.From || (w.Redirect && r.s3Key != "")
 }
 
-// Fetched is a file Fetch found for a caller it checked: the file's
-// Record, and the check (an access on the file's workspace) without
-// which Open and SignGet read nothing. A Fetched made otherwise, or its
-// zero value, holds no check: Open and SignGet refuse it
+// Fetched is a file Fetch (or FetchLinked) found for a caller it
+// checked: the file's Record, the file's id as the statement read it,
+// and the check (an access on the file's workspace, for a link on that
+// one file alone) without which Open and SignGet read nothing. Open and
+// SignGet read the file by the id and the check held inside, never by
+// the Record's fields, which are the caller's copy. A Fetched made
+// otherwise, its zero value, or one whose Record was changed to another
+// file or workspace holds no check: Open and SignGet refuse it
 // (ErrNotFetched) before any I/O.
 type Fetched struct {
 	Record
-	by *access
+	file uuid.UUID
+	by   *access
 }
 
 // ErrNotFetched is returned by Open and SignGet for a file that Fetch
 // did not find for a checked caller (a Fetched assembled by hand, or
-// one whose Record was changed to another workspace's): a bug, never a
-// caller's answer.
+// one whose Record was changed to another file or workspace): a bug,
+// never a caller's answer.
 var ErrNotFetched = errors.New("pendinguploads: a file not found by Fetch")
 
 // checked returns the access f's bytes are read with, or ErrNotFetched.
 func (f Fetched) checked(op string) (*access, error) {
-	if f.by == nil || f.by.callerMayAct == "" || f.by.ws != f.WorkspaceID {
+	if f.by == nil || f.by.callerMayAct == "" || f.file == uuid.Nil || !f.by.mayRead(f.file) ||
+		f.by.ws != f.WorkspaceID || f.file != f.FileID {
 		return nil, fmt.Errorf("%s %s: %w", op, f.FileID, ErrNotFetched)
 	}
 	return f.by, nil
@@ -67,29 +78,41 @@ func (f Fetched) checked(op string) (*access, error) {
 // them. An inline file of at most ChunkBytes comes with the row; Open
 // reads any file.
 //
-// It returns ErrNotFound for an absent or expired row, and for a row that
-// vanished (swept) while the statement ran; ErrWrongWorkspace for another
-// workspace's row, whose bytes are never read.
+// It returns ErrNotFound for an absent or expired row, for a row that
+// vanished (swept) while the statement ran, and for another workspace's
+// row alike, which no statement reads: a caller learns nothing of other
+// workspaces' files.
 func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID, want Want) (Fetched, error) {
-	var r Record
-	var key *string
-	var stamped, found bool
-	// The outer SELECT reads the row as the statement's snapshot has it; the
-	// UPDATE in the CTE stamps it, and brings the bytes, only for this
-	// workspace's row. If the row changed under the statement (a sweep
-	// deleted it), the UPDATE re-checks the newest version and skips it:
-	// stamped is then false, and the answer is ErrNotFound rather than a
-	// row without its bytes.
 	a, err := s.access(ctx, id, workspaceID)
 	if err != nil {
 		return Fetched{}, err
 	}
+	return s.fetch(ctx, a, fileID, want)
+}
+
+// fetch is Fetch's statement, sent with a, the caller's check on its
+// workspace (Fetch's, or FetchLinked's on one file: another file is
+// ErrNotFetched before any I/O).
+func (s *Store) fetch(ctx context.Context, a *access, fileID uuid.UUID, want Want) (Fetched, error) {
+	if a == nil || !a.mayRead(fileID) {
+		return Fetched{}, fmt.Errorf("fetch %s: %w", fileID, ErrNotFetched)
+	}
+	var r Record
+	var key *string
+	var stamped, found bool
+	// The outer SELECT reads the row as the statement's snapshot has it; the
+	// UPDATE in the CTE stamps it, and brings the bytes; each reads only
+	// this workspace's row. If the row changed under the statement (a sweep
+	// deleted it), the UPDATE re-checks the newest version and skips it:
+	// stamped is then false, and the answer is ErrNotFound rather than a
+	// row without its bytes.
 	var b pgx.Batch
 	b.Queue(`
 		WITH u AS (
 		    UPDATE pending_uploads SET fetched_at = now()
 		    WHERE file_id = @file_id AND workspace_id = @workspace AND (acked_at IS NOT NULL OR expires_at > now())
-		      AND (size_bytes > @from::bigint OR (@redirect::boolean AND s3_key IS NOT NULL))
+		      AND (size_bytes > @from::bigint OR sha256 IS DISTINCT FROM coalesce(@if_digest::bytea, sha256)
+		           OR (@redirect::boolean AND s3_key IS NOT NULL))
 		      AND `+a.callerMayAct+`
 		    RETURNING file_id, fetched_at,
 		              CASE WHEN s3_key IS NULL AND size_bytes <= @chunk::bigint THEN content END AS content
@@ -98,8 +121,9 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 		       p.created_at, coalesce(u.fetched_at, p.fetched_at), p.acked_at, p.expires_at, p.s3_key,
 		       u.content, u.file_id IS NOT NULL
 		FROM pending_uploads p LEFT JOIN u ON u.file_id = p.file_id
-		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now()) AND `+a.callerMayAct,
-		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
+		WHERE p.file_id = @file_id AND (p.acked_at IS NOT NULL OR p.expires_at > now())
+		  AND p.workspace_id = @workspace AND `+a.callerMayAct,
+		pgx.StrictNamedArgs{"file_id": fileID, "from": want.From, "if_digest": want.IfDigest, "redirect": want.Redirect, "chunk": int64(ChunkBytes)}).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
 			if err := rows.Scan(&r.FileID, &r.WorkspaceID, &r.Filename, &r.Mimetype, &r.SizeBytes, &r.SHA256,
@@ -115,9 +139,6 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	if !found {
 		return Fetched{}, ErrNotFound
 	}
-	if r.WorkspaceID != workspaceID {
-		return Fetched{}, ErrWrongWorkspace
-	}
 	if key != nil {
 		r.s3Key = *key
 	}
@@ -128,23 +149,33 @@ func (s *Store) Fetch(ctx context.Context, id *auth.Identity, workspaceID, fileI
 	if r.s3Key == "" && r.content != nil && int64(len(r.content)) != r.SizeBytes {
 		return Fetched{}, fmt.Errorf("fetch %s: row holds %d bytes, says %d", fileID, len(r.content), r.SizeBytes)
 	}
-	return Fetched{Record: r, by: a}, nil
+	return Fetched{Record: r, file: fileID, by: a}, nil
 }
 
 // FetchLinked is Fetch for the holder of a download link, who presents no
 // credential: link, which only downloadlink's Check makes (signed by this
-// deployment, unexpired), stands in for the caller's check, for exactly
-// its file of exactly its workspace. A zero link is ErrNotFound before
-// any I/O. The file must still be servable, as for Fetch, with the same
-// stamp of fetched_at and the same errors; the Fetched it returns is what
-// Open reads.
+// deployment, unexpired), is the caller's check, for exactly its file of
+// exactly its workspace (linkAccess): no identity stands in for it, and
+// the Fetched it returns opens that file alone. A zero link is
+// ErrNotFound before any I/O. The file must still be servable, as for
+// Fetch, with the same stamp of fetched_at and the same errors; the
+// Fetched it returns is what Open reads.
 func (s *Store) FetchLinked(ctx context.Context, link downloadlink.Verified, want Want) (Fetched, error) {
 	if link.IsZero() {
 		return Fetched{}, ErrNotFound
 	}
 	// The link is the check: its round trip carries no token look-up,
 	// and every statement reads the link's workspace and file only.
-	return s.Fetch(ctx, auth.AdminIdentity(), link.Workspace(), link.File(), want)
+	return s.fetch(ctx, s.linkAccess(link), link.File(), want)
+}
+
+// linkAccess is the access a download link grants, made from the
+// Verified link alone: its workspace, and its file (access.file), the
+// one file fetch, Open and SignGet will read with it. Its statements
+// carry no token look-up: the link's signature, checked by downloadlink,
+// was the check.
+func (s *Store) linkAccess(link downloadlink.Verified) *access {
+	return &access{s: s, ws: link.Workspace(), file: link.File(), trusted: true, callerMayAct: tokenSchema{}.mayActSQL()}
 }
 
 // Open returns n bytes of f's file from offset off (0 ≤ off, off+n ≤
@@ -199,7 +230,7 @@ func (s *Store) Open(ctx context.Context, f Fetched, off, n int64) (Body, error)
 	if err != nil {
 		return Body{}, wrap(fmt.Sprintf("open %s", r.FileID), err)
 	}
-	rr := &rowReader{ctx: ctx, tx: tx, by: by, r: r, off: off, end: off + n}
+	rr := &rowReader{ctx: ctx, tx: tx, by: by, file: f.file, r: r, off: off, end: off + n}
 	// The first chunk now: a row swept since Fetch is ErrNotFound here,
 	// before the caller has answered anything.
 	if err := rr.fill(); err != nil {
@@ -254,7 +285,8 @@ func (s *Store) SignGet(ctx context.Context, f Fetched, disposition, contentType
 type rowReader struct {
 	ctx      context.Context
 	tx       pgx.Tx
-	by       *access // Fetch's check, named again by each chunk's statement
+	by       *access   // Fetch's check, named again by each chunk's statement
+	file     uuid.UUID // the file Fetch read (Fetched.file)
 	r        Record
 	off, end int64
 	buf      []byte
@@ -266,7 +298,7 @@ func (rr *rowReader) fill() error {
 		return nil
 	}
 	var chunk []byte
-	args, err := rr.by.args(pgx.StrictNamedArgs{"file_id": rr.r.FileID, "from": rr.off + 1, "n": want})
+	args, err := rr.by.args(pgx.StrictNamedArgs{"file_id": rr.file, "from": rr.off + 1, "n": want})
 	if err != nil {
 		return err
 	}

@@ -45,11 +45,11 @@ func TestFetchVisibility(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ErrWrongWorkspace", func(t *testing.T) {
+	t.Run("OtherWorkspaceIsErrNotFound", func(t *testing.T) {
 		mine := mustStage(t, s, ws, "mine.txt")
 		rec, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), mine.FileID, pendinguploads.Want{})
-		if !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
-			t.Fatalf("got %v, want ErrWrongWorkspace", err)
+		if !errors.Is(err, pendinguploads.ErrNotFound) {
+			t.Fatalf("got %v, want ErrNotFound, as for a file that is not there", err)
 		}
 		if rec.Inline() != nil {
 			t.Fatal("another workspace's bytes were returned")
@@ -87,8 +87,8 @@ func TestFetchStampsInOneStatement(t *testing.T) {
 	}
 	other := mustStage(t, s, ws, "b.txt")
 	before = tr.total()
-	if _, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), other.FileID, pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrWrongWorkspace) {
-		t.Fatalf("other workspace: got %v, want ErrWrongWorkspace", err)
+	if _, err := s.Fetch(ctx, auth.AdminIdentity(), uuid.New(), other.FileID, pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrNotFound) {
+		t.Fatalf("other workspace: got %v, want ErrNotFound", err)
 	}
 	if _, err := s.Fetch(ctx, auth.AdminIdentity(), ws, uuid.New(), pendinguploads.Want{}); !errors.Is(err, pendinguploads.ErrNotFound) {
 		t.Fatalf("absent: got %v, want ErrNotFound", err)

@@ -89,11 +89,23 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	// One more than asked tells whether another page follows; the rows
 	// are scanned in place: no Record per row on the heap.
 	recs = make([]Record, 0, limit+1)
-	b.Queue(`SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256,
-		       created_at, fetched_at, expires_at
-		FROM pending_uploads
-		WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+a.callerMayAct+andEach(page)+`
-		ORDER BY created_at, file_id LIMIT @limit`, named).Query(func(rows pgx.Rows) error {
+	// The page starts at its first unexpired row, found in the index
+	// alone (an Index Only Scan of idx_pending_uploads_workspace_page,
+	// which carries expires_at): rows past expires_at that the sweep has
+	// not reached yet come first in this order (they were staged first),
+	// and are passed over there, one index entry each, without a table
+	// read. The page's rows are then read from that row on.
+	b.Queue(`SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
+		       p.created_at, p.fetched_at, p.expires_at
+		FROM (SELECT created_at, file_id FROM pending_uploads
+		      WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+a.callerMayAct+andEach(page)+`
+		      ORDER BY created_at, file_id LIMIT 1) AS first
+		CROSS JOIN LATERAL (
+		    SELECT * FROM pending_uploads p
+		    WHERE p.workspace_id = @workspace AND p.acked_at IS NULL AND p.expires_at > now()
+		      AND (p.created_at, p.file_id) >= (first.created_at, first.file_id) AND `+a.callerMayAct+`
+		    ORDER BY p.created_at, p.file_id LIMIT @limit) AS p
+		ORDER BY p.created_at, p.file_id`, named).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			recs = append(recs, Record{})
 			r := &recs[len(recs)-1]

@@ -174,11 +174,11 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 	named["window_micros"] = commitWindow.Microseconds()
 	b.Queue(`
 		INSERT INTO presigned_uploads (upload_id, workspace_id, filename, mimetype, size_bytes, sha256, expires_at, part_bytes, part_sha256)
-		SELECT u.id, u.ws, u.name, u.type, u.size, u.sha256, now() + @window_micros::bigint * interval '1 microsecond',
+		SELECT u.id, @workspace, u.name, u.type, u.size, u.sha256, now() + @window_micros::bigint * interval '1 microsecond',
 		       u.part_bytes, u.part_sha256
-		FROM unnest(@ids::uuid[], @wss::uuid[], @names::text[], @types::text[], @sizes::bigint[], @sums::bytea[],
+		FROM unnest(@ids::uuid[], @names::text[], @types::text[], @sizes::bigint[], @sums::bytea[],
 		            @part_bytes::bigint[], @part_sums::bytea[])
-		     AS u(id, ws, name, type, size, sha256, part_bytes, part_sha256)
+		     AS u(id, name, type, size, sha256, part_bytes, part_sha256)
 		WHERE `+a.callerMayAct+` AND `+quotaFits, q.args(named)).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
@@ -196,11 +196,11 @@ func (s *Store) recordPresigned(ctx context.Context, id *auth.Identity, workspac
 }
 
 // presignedColumns is items as named arguments, one array a column
-// (@ids, @wss, @names, @types, @sizes, @sums, @part_bytes, @part_sums),
-// for unnest.
+// (@ids, @names, @types, @sizes, @sums, @part_bytes, @part_sums), for
+// unnest; each row's workspace is the checked @workspace, bound by the
+// statement.
 func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
 	ids := make([]uuid.UUID, len(items))
-	wss := make([]uuid.UUID, len(items))
 	names := make([]string, len(items))
 	types := make([]string, len(items))
 	sizes := make([]int64, len(items))
@@ -208,7 +208,7 @@ func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
 	partBytes := make([]*int64, len(items))
 	partSums := make([][]byte, len(items))
 	for i, it := range items {
-		ids[i], wss[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.WorkspaceID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
+		ids[i], names[i], types[i], sizes[i], sums[i] = it.UploadID, it.Filename, it.Mimetype, it.SizeBytes, it.SHA256
 		if it.multipart() {
 			partBytes[i] = &items[i].PartBytes
 			if it.PartSHA256 != nil {
@@ -216,7 +216,7 @@ func presignedColumns(items []presignedUpload) pgx.StrictNamedArgs {
 			}
 		}
 	}
-	return pgx.StrictNamedArgs{"ids": uuidArray(ids), "wss": uuidArray(wss), "names": names, "types": types,
+	return pgx.StrictNamedArgs{"ids": uuidArray(ids), "names": names, "types": types,
 		"sizes": sizes, "sums": sums, "part_bytes": partBytes, "part_sums": partSums}
 }
 

@@ -383,16 +383,17 @@ func (s *Store) ScanStates(ctx context.Context, id *auth.Identity, workspaceID u
 func (s *Store) queueFiles(ctx context.Context, b *pgx.Batch, callerMayAct string,
 	recs []Record, contents [][]byte, uploadIDs []string, q *quota) *inserted {
 	if s.Scanned {
-		return queueScanned(ctx, b, callerMayAct, s.TTL, recs, uploadIDs, q)
+		return queueScanned(ctx, b, callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, uploadIDs, q)
 	}
-	return queueInsert(ctx, b, callerMayAct, s.TTL, recs, contents, uploadIDs, q)
+	return queueInsert(ctx, b, callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, contents, uploadIDs, q)
 }
 
 // queueScanned is queueInsert for a scanned deployment: the same
-// conditions (the deadline, the caller, the quota, Commit's claim), into
+// conditions (the deadline, the caller, the known workspace, the quota,
+// Commit's claim), into
 // scanned_uploads, every file in the bucket, no activity row (the verdict
 // writes it, Decide).
-func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl time.Duration,
+func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseUnknown bool, ttl time.Duration,
 	recs []Record, uploadIDs []string, q *quota) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
 	fileIDs := make([]string, len(uploadIDs))
@@ -408,7 +409,7 @@ func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl ti
 		ins.recs[r.FileID] = r
 	}
 	named := q.args(pgx.StrictNamedArgs{"deadline": ins.deadline, "ttl_micros": ttl.Microseconds(),
-		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs,
+		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs, "refuse_unknown": refuseUnknown,
 		"scan_file_ids": ids, "scan_keys": keys, "scan_sizes": sizes, "scan_sha256s": sums,
 		"scan_filenames": names, "scan_mimetypes": types})
 	b.Queue(`
@@ -419,7 +420,8 @@ func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl ti
 		FROM unnest(@scan_file_ids::uuid[], @scan_keys::text[], @scan_sizes::bigint[], @scan_sha256s::bytea[],
 		            @scan_filenames::text[], @scan_mimetypes::text[])
 		     AS v(file_id, s3_key, size_bytes, sha256, filename, mimetype)
-		WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
+		WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+knownWorkspace+`
+		  AND `+quotaFits+` AND `+claimedAll+`
 		RETURNING file_id, created_at, expires_at`, named,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -441,53 +443,62 @@ func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl ti
 // sweepScanned deletes, a batch at a time, the scanned_uploads rows past
 // expires_at, and the objects of those never delivered (pending, held): a
 // delivered file's object is its pending_uploads row's, which the expiry
-// pass deletes; a blocked one's is gone already. A row whose object the
-// bucket refused stays for the next sweep.
-func (s *Store) sweepScanned(ctx context.Context) (int, error) {
-	total := 0
-	for range maxSweepBatches {
+// pass deletes; a blocked one's is gone already. Each batch is a range
+// scan of idx_scanned_uploads_expires from where the last one ended
+// (keyset on expires_at, file_id), as the sweep's other passes; a row
+// whose object the bucket refused stays for the next sweep. It stops as
+// sweepPass does (unfinished: MaxSweepBatches, or SweepReserve before
+// ctx's deadline).
+func (s *Store) sweepScanned(ctx context.Context) (total int, unfinished bool, err error) {
+	var afterAt time.Time
+	var afterID uuid.UUID
+	for i := 0; ; i++ {
+		if i >= s.maxSweepBatches() || nearDeadline(ctx, SweepReserve) {
+			return total, true, nil
+		}
 		rows, err := s.db.Query(ctx, `
-			SELECT file_id, s3_key, state FROM scanned_uploads WHERE expires_at < now() LIMIT @batch`,
-			pgx.NamedArgs{"batch": s.SweepBatch})
+			SELECT file_id, s3_key, state, expires_at FROM scanned_uploads
+			WHERE expires_at < now() AND (expires_at, file_id) > (@after_at::timestamptz, @after_id::uuid)
+			ORDER BY expires_at, file_id LIMIT @batch`,
+			pgx.NamedArgs{"batch": s.SweepBatch, "after_at": afterAt, "after_id": afterID})
 		if err != nil {
-			return total, wrap("sweep scanned", err)
+			return total, false, wrap("sweep scanned", err)
 		}
 		var ids []uuid.UUID
 		var keys []string
 		for rows.Next() {
 			var id uuid.UUID
 			var key, state string
-			if err := rows.Scan(&id, &key, &state); err != nil {
+			if err := rows.Scan(&id, &key, &state, &afterAt); err != nil {
 				rows.Close()
-				return total, wrap("sweep scanned", err)
+				return total, false, wrap("sweep scanned", err)
 			}
-			ids = append(ids, id)
+			ids, afterID = append(ids, id), id
 			if ScanState(state) == ScanPending || ScanState(state) == ScanHeld {
 				keys = append(keys, key)
 			}
 		}
 		if err := rows.Err(); err != nil {
-			return total, wrap("sweep scanned", err)
+			return total, false, wrap("sweep scanned", err)
 		}
 		if len(ids) == 0 {
-			return total, nil
+			return total, false, nil
 		}
 		if len(keys) > 0 && s.bucket != nil {
 			if err := s.bucket.Delete(ctx, keys); err != nil {
-				return total, wrap(fmt.Sprintf("sweep scanned: delete %d objects", len(keys)), err)
+				return total, false, wrap(fmt.Sprintf("sweep scanned: delete %d objects", len(keys)), err)
 			}
 		}
 		tag, err := s.db.Exec(ctx, `DELETE FROM scanned_uploads WHERE file_id = ANY(@ids::uuid[]) AND expires_at < now()`,
 			pgx.NamedArgs{"ids": uuidArray(ids)})
 		if err != nil {
-			return total, wrap("sweep scanned", err)
+			return total, false, wrap("sweep scanned", err)
 		}
 		total += int(tag.RowsAffected())
 		if len(ids) < s.SweepBatch {
-			return total, nil
+			return total, false, nil
 		}
 	}
-	return total, nil
 }
 
 // WaitingScan is a file whose scan has not answered (WaitingScans).

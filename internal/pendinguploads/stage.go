@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -74,13 +75,47 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 			return nil, err
 		}
 	}
-	var b pgx.Batch
-	q.queue(&b, a, true)
-	ins := s.queueFiles(ctx, &b, a.callerMayAct, recs, contents, nil, q)
-	if err := s.finish(ctx, a, &b, ins, q, recs); err != nil {
-		return nil, err
+	err = s.finish(ctx, a, q, recs, func(b *pgx.Batch) *inserted {
+		q.queue(b, a, true)
+		return s.queueFiles(ctx, b, a.callerMayAct, recs, contents, nil, q)
+	})
+	if err != nil {
+		return nil, s.unknownWorkspace(ctx, a, err)
 	}
 	return recs, nil
+}
+
+// knownWorkspace is the condition, beside callerMayAct in the statements
+// that store files, that the database knows @workspace, or that the Store
+// does not ask (@refuse_unknown false: ACCEPT_UNKNOWN_WORKSPACES): on the
+// platform's database (it has workspaces) always, its foreign key
+// deciding; on the service's own, when a token was ever made for it.
+const knownWorkspace = `(NOT @refuse_unknown::boolean OR to_regclass('workspaces') IS NOT NULL
+		    OR EXISTS (SELECT 1 FROM workspace_auth_tokens WHERE workspace_id = @workspace))`
+
+// unknownWorkspace is err, a staging batch's, or ErrUnknownWorkspace when
+// the batch stored nothing (errClaimLost) because its workspace is not
+// known (knownWorkspace); it asks the database only then.
+func (s *Store) unknownWorkspace(ctx context.Context, a *access, err error) error {
+	if !s.RefuseUnknownWorkspaces || !errors.Is(err, errClaimLost) {
+		return err
+	}
+	var b pgx.Batch
+	known := true
+	b.Queue(`SELECT `+knownWorkspace+` WHERE `+a.callerMayAct, pgx.StrictNamedArgs{"refuse_unknown": true}).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&known)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if serr := a.send(ctx, "stage: workspace", &b); serr != nil {
+		return serr
+	}
+	if !known {
+		return fmt.Errorf("stage: %w: no token was ever made for it", ErrUnknownWorkspace)
+	}
+	return err
 }
 
 // newRecords returns the records of files, new to workspaceID, and
@@ -170,10 +205,10 @@ func (e *QuotaError) Error() string {
 // workspace may have waiting, unacked and unexpired
 // (Store.MaxPendingBytes, Store.MaxPendingFiles; 0 turns either off).
 // Stage and Commit hold it exactly: their batch takes the workspace's
-// lock before it counts (queue), and the statement that stores counts
-// again in its own snapshot (quotaFits), so concurrent calls count one
-// after another and together never pass it. Presign checks it early,
-// without the lock: a commit may still be refused.
+// lock (queue), and then the statement that stores counts in its own
+// snapshot (queueInsert's pending; Commit's claim too, quotaFits), so concurrent
+// calls count one after another and together never pass it. Presign
+// checks it early, without the lock: a commit may still be refused.
 type quota struct {
 	maxFiles, maxBytes int64 // math.MaxInt64 when off
 	files, bytes       int64 // what the call adds
@@ -223,40 +258,77 @@ func (q *quota) refusal() error {
 
 // queue adds to b, for a's caller: with lock, the workspace's lock (held
 // to the end of the batch's transaction, taken only for a caller allowed
-// on the workspace), then the count of what waits, which the refusal
-// reports. The statement that stores must carry quotaFits, which counts
-// again in its own snapshot, after the lock.
+// on the workspace, waited for at most lockWait: see Store.finish), and
+// then the statement that stores (queueInsert) counts what waits, once,
+// in its own snapshot after the lock, and returns the count the refusal
+// reports; without, the count of what waits (an early check: Presign, and
+// Stage before it writes to the bucket).
 func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 	if q == nil {
 		return
 	}
 	if lock {
+		// The wait for the lock is bounded: past lock_timeout the batch
+		// fails (SQLSTATE 55P03) and gives its connection back; finish
+		// tries again later, without one. The setting holds to the end
+		// of this transaction only.
+		b.Queue(`SELECT set_config('lock_timeout', @lock_wait::text, true) WHERE `+a.callerMayAct,
+			pgx.StrictNamedArgs{"lock_wait": strconv.FormatInt(a.s.lockWait().Milliseconds(), 10) + "ms"})
 		// A transaction-level advisory lock per workspace: concurrent
 		// stages of one workspace count one after the other.
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
+		return // the statement that stores counts (queueInsert's pending)
 	}
-	b.Queue(`
-		SELECT count(*), coalesce(sum(size_bytes), 0)::bigint FROM (
-		    SELECT size_bytes FROM pending_uploads
-		    WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND ` + a.callerMayAct + `
-		    UNION ALL -- files under scan count (scan.go)
-		    SELECT size_bytes FROM scanned_uploads WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now()) w`,
-	).QueryRow(func(row pgx.Row) error {
+	b.Queue(`SELECT ` + pendingCount + ` AND ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
 }
 
+// pendingCount is the count and size of what waits in @workspace:
+// unacked, unexpired rows, ours and any the platform's server wrote. It
+// is answered from idx_pending_uploads_workspace_pending alone (an Index
+// Only Scan over the workspace's range expires_at > now(); the index
+// carries size_bytes): no table page is read, and a row past expires_at
+// that the sweep has not reached is outside the range. Its cost still
+// grows with what waits, by one index entry a row (about 60 pages of
+// index at 10,000 pending, against one table page a row before);
+// docs/how-it-works.md says why not a running total.
+//
+// Files under a malware scan (scan.go) count too: waitingScanFiles and
+// waitingScanBytes add those
+// of scanned_uploads still pending or held, from
+// idx_scanned_uploads_workspace_waiting the same way.
+const pendingCount = `count(*) + ` + waitingScanFiles + `, coalesce(sum(size_bytes), 0)::bigint + ` + waitingScanBytes + `
+		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()`
+
+// waitingScanFiles and waitingScanBytes are the count and size of the
+// files of @workspace that wait for a malware scan's verdict (pending,
+// or held for an operator) and have not expired: scalar subqueries,
+// which the quota's counts add to pending_uploads' (pendingCount,
+// quotaFits, queueInsert's pending). Each sits inside a level that names
+// callerMayAct; a deployment that does not scan has no such rows.
+const (
+	waitingScanFiles = `(SELECT count(*) FROM scanned_uploads
+		WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now())`
+	waitingScanBytes = `(SELECT coalesce(sum(size_bytes), 0)::bigint FROM scanned_uploads
+		WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now())`
+)
+
+// fitsPending is quotaFits over the count of the statement that stores
+// (queueInsert's pending).
+const fitsPending = `(@quota_off::boolean OR (SELECT files + @quota_files::bigint <= @quota_max_files::bigint
+		    AND bytes + @quota_bytes::bigint <= @quota_max_bytes::bigint FROM pending))`
+
 // quotaFits is the condition, named where a statement that stores
 // uses it, that what a call adds fits the workspace's quota, counted in
-// the statement's own snapshot: over @quota_off (no quota: the count is
-// skipped), @quota_files, @quota_bytes (what the call adds),
+// the statement's own snapshot (pendingCount): over @quota_off (no quota:
+// the count is skipped), @quota_files, @quota_bytes (what the call adds),
 // @quota_max_files, @quota_max_bytes and @workspace (quota.args binds
 // them).
-const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + @quota_files::bigint <= @quota_max_files::bigint
-		    AND coalesce(sum(size_bytes), 0) + @quota_bytes::bigint <= @quota_max_bytes::bigint
-		FROM (SELECT size_bytes FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
-		      UNION ALL SELECT size_bytes FROM scanned_uploads WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now()) w))`
+const quotaFits = `(@quota_off::boolean OR (SELECT count(*) + ` + waitingScanFiles + ` + @quota_files::bigint <= @quota_max_files::bigint
+		    AND coalesce(sum(size_bytes), 0) + ` + waitingScanBytes + ` + @quota_bytes::bigint <= @quota_max_bytes::bigint
+		FROM pending_uploads WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()))`
 
 // args adds to named the arguments quotaFits names (a nil quota: off),
 // and returns named.
@@ -282,7 +354,8 @@ type inserted struct {
 // (access), the INSERT of recs (the bytes of an inline
 // one in contents, nil for one in the bucket) and of their activity rows,
 // as one statement; the rows' created_at and expires_at come back into
-// recs. It inserts only when the files fit q (quotaFits) and, for
+// recs. It inserts only when the workspace is known, where refuseUnknown
+// asks (knownWorkspace), when the files fit q (quotaFits) and, for
 // Commit, when every presigned upload of uploadIDs (as text: recs[i]
 // copied from uploadIDs[i]; none for Stage) is claimed for its file in the same
 // transaction (claimedAll). Each file is a VALUES
@@ -297,7 +370,7 @@ type inserted struct {
 // and must not then store the files a retrying client stages again. (A
 // freeze in the instant between the server's commit and its answer still
 // leaves the outcome unknown; nothing can close that.)
-func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl time.Duration,
+func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseUnknown bool, ttl time.Duration,
 	recs []Record, contents [][]byte, uploadIDs []string, q *quota) *inserted {
 	ins := &inserted{recs: make(map[uuid.UUID]*Record, len(recs)), deadline: deadlineOf(ctx)}
 	fileIDs := make([]string, len(uploadIDs))
@@ -305,7 +378,7 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		fileIDs[i] = recs[i].FileID.String()
 	}
 	named := q.args(pgx.StrictNamedArgs{"deadline": ins.deadline, "ttl_micros": ttl.Microseconds(),
-		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs})
+		"upload_ids": append([]string{}, uploadIDs...), "file_ids": fileIDs, "refuse_unknown": refuseUnknown})
 	rows := make([]string, len(recs))
 	for i := range recs {
 		r := &recs[i]
@@ -321,14 +394,27 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		ins.recs[r.FileID] = r
 	}
 	b.Queue(`
-		WITH ins AS (
+		-- pending: what waits in @workspace (pendingCount), counted once, in
+		-- this statement's snapshot: fitsPending decides on it, and the
+		-- statement returns it for the refusal; nothing is counted without
+		-- a quota. callerMayAct in a scalar subquery, which Postgres runs
+		-- once for the statement (an InitPlan): bare, volatile as it is (it
+		-- keeps its verdict with set_config), it would be evaluated for
+		-- every row counted.
+		WITH pending AS MATERIALIZED (
+		    SELECT count(*) + `+waitingScanFiles+` AS files,
+		           coalesce(sum(size_bytes), 0)::bigint + `+waitingScanBytes+` AS bytes FROM pending_uploads
+		    WHERE NOT @quota_off::boolean AND workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
+		      AND (SELECT `+callerMayAct+`)
+		), ins AS (
 		    INSERT INTO pending_uploads
 		        (file_id, workspace_id, content, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		    SELECT v.file_id, @workspace, v.content, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
 		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
 		    FROM (VALUES `+strings.Join(rows, ", ")+`)
 		         AS v(file_id, content, s3_key, size_bytes, sha256, filename, mimetype)
-		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+quotaFits+` AND `+claimedAll+`
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+knownWorkspace+`
+		      AND `+fitsPending+` AND `+claimedAll+`
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
@@ -337,16 +423,24 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, ttl tim
 		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
 		    FROM ins
 		)
-		SELECT file_id, created_at, expires_at FROM ins`, named,
+		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
+		FROM pending LEFT JOIN ins ON true`, named,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var id uuid.UUID
-			var created, expires time.Time
-			if err := rows.Scan((*[16]byte)(&id), &created, &expires); err != nil {
+			var id *[16]byte
+			var created, expires *time.Time
+			var files, bytes int64
+			if err := rows.Scan(&id, &created, &expires, &files, &bytes); err != nil {
 				return err
 			}
-			if r := ins.recs[id]; r != nil {
-				r.CreatedAt, r.ExpiresAt = created, expires
+			if q != nil {
+				q.measured, q.pending.files, q.pending.bytes = true, files, bytes
+			}
+			if id == nil || created == nil || expires == nil {
+				continue // nothing stored: the row of pending alone
+			}
+			if r := ins.recs[uuid.UUID(*id)]; r != nil {
+				r.CreatedAt, r.ExpiresAt = *created, *expires
 				ins.n++
 			}
 		}
@@ -363,18 +457,32 @@ func deadlineOf(ctx context.Context) *time.Time {
 	return nil
 }
 
-// finish sends b, a staging round trip (Stage's or Commit's), for a's
-// caller and settles it: the rows are stored, and the Notifier hears of
-// them (notify), or nothing is, and then the objects written for recs
-// are deleted when that is certain. When the batch ran and stored
-// nothing though the caller was allowed: a *QuotaError when q refused it,
-// else errClaimLost (Commit's claim could not take its uploads).
-func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *inserted, q *quota, recs []Record) error {
-	if err := a.send(ctx, "stage", b); err != nil {
+// finish sends the staging round trip (Stage's or Commit's) that build
+// queues, for a's caller, and settles it: the rows are stored, and the
+// Notifier hears of them (notify), or nothing is, and then the objects
+// written for recs are deleted when that is certain. When the batch ran
+// and stored nothing though the caller was allowed: a *QuotaError when q
+// refused it, else errClaimLost (Commit's claim could not take its
+// uploads).
+//
+// While another transaction holds the workspace's lock, a try waits for
+// it at most lockWait, holding its connection; then the batch fails,
+// having stored nothing, and its connection goes back to the pool. finish
+// builds and sends it again after a pause (holding no connection), up to
+// lockTries tries in all, and then returns ErrWorkspaceBusy (HTTP: 503
+// with Retry-After).
+func (s *Store) finish(ctx context.Context, a *access, q *quota, recs []Record, build func(*pgx.Batch) *inserted) error {
+	var ins *inserted
+	err := s.tryLocked(ctx, func() error {
+		var b pgx.Batch
+		ins = build(&b)
+		return a.send(ctx, "stage", &b)
+	})
+	if err != nil {
 		// The batch was its own transaction: if its answer was lost it
 		// may have committed, and then the objects must stay; the sweep
 		// deletes them if it did not (markOrphans).
-		if !refused(err) && commitOutcomeUnknown(err) {
+		if !refused(err) && !errors.Is(err, ErrWorkspaceBusy) && commitOutcomeUnknown(err) {
 			s.markOrphans(ctx, recs)
 		} else {
 			s.discard(ctx, recs)
@@ -403,7 +511,7 @@ func (s *Store) finish(ctx context.Context, a *access, b *pgx.Batch, ins *insert
 // refused reports whether err is a caller's refusal (access.send's verdict), as
 // opposed to the database's error.
 func refused(err error) bool {
-	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed)
+	return errors.Is(err, auth.ErrInvalid) || errors.Is(err, auth.ErrNotAllowed) || errors.Is(err, auth.ErrUnanchored)
 }
 
 // errClaimLost is a staging batch that ran and stored nothing though its
@@ -490,4 +598,53 @@ func (s *Store) notify(ctx context.Context, workspaceID uuid.UUID, recs []Record
 		ids[i] = r.FileID
 	}
 	s.Notifier.Notify(ctx, workspaceID, ids)
+}
+
+// Waiting for a workspace's lock (Settings.LockWait, Settings.LockTries).
+const (
+	DefaultLockWait  = 100 * time.Millisecond
+	DefaultLockTries = 20
+)
+
+func (s *Store) lockWait() time.Duration {
+	if s.LockWait > 0 {
+		return max(s.LockWait, time.Millisecond)
+	}
+	return DefaultLockWait
+}
+
+// tryLocked runs send, a round trip that takes a workspace's lock with a
+// bounded wait (quota.queue), up to lockTries times while it fails for
+// the wait (SQLSTATE 55P03, lock_not_available: nothing was stored),
+// pausing between tries a random time up to lockWait without a
+// connection. It returns ErrWorkspaceBusy after the last, or when ctx
+// ends during a pause.
+func (s *Store) tryLocked(ctx context.Context, send func() error) error {
+	tries := s.LockTries
+	if tries <= 0 {
+		tries = DefaultLockTries
+	}
+	for try := 1; ; try++ {
+		err := send()
+		if !lockNotAvailable(err) {
+			return err
+		}
+		if try >= tries {
+			return fmt.Errorf("stage: %w (%d tries of %v): %w", ErrWorkspaceBusy, tries, s.lockWait(), err)
+		}
+		pause := time.NewTimer(rand.N(s.lockWait()) + time.Millisecond)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return fmt.Errorf("stage: %w (its turn did not come before the call's end): %w", ErrWorkspaceBusy, ctx.Err())
+		case <-pause.C:
+		}
+	}
+}
+
+// lockNotAvailable reports whether err is Postgres's lock_not_available
+// (SQLSTATE 55P03): a wait for a lock passed lock_timeout.
+func lockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }

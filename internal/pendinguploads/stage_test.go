@@ -290,3 +290,25 @@ func TestStageInExecMode(t *testing.T) {
 		})
 	}
 }
+
+// TestStageCountsOnce: under a quota, what waits is counted once per
+// upload, by the statement that stores (it decides and reports from the
+// same count), not once more before it.
+func TestStageCountsOnce(t *testing.T) {
+	s, _, tr := openTraced(t)
+	s.MaxPendingFiles = 2
+	ws := uuid.New()
+	if _, err := stageOne(context.Background(), s, ws, []byte("a"), "a", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.count("count(*)"); n != 1 {
+		t.Fatalf("statements that count: got %d, want 1", n)
+	}
+	_, err := s.Stage(context.Background(), auth.AdminIdentity(), ws, []pendinguploads.File{{Content: []byte("b"), Filename: "b"}, {Content: []byte("c"), Filename: "c"}})
+	if qe, ok := errors.AsType[*pendinguploads.QuotaError](err); !ok || qe.Quota != "pending_files" || qe.Pending != 1 || qe.Adding != 2 {
+		t.Fatalf("over the quota: got %v, want pending_files with 1 pending, 2 adding", err)
+	}
+	if n := tr.count("count(*)"); n != 2 {
+		t.Fatalf("statements that count, after a refusal: got %d, want 2", n)
+	}
+}

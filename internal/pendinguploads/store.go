@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/pendinguploads/pendinguploads/internal/metrics"
 )
 
 // DB is what the Store needs of a database handle: a *pgxpool.Pool in
@@ -43,6 +46,22 @@ type Settings struct {
 	// off.
 	MaxPendingBytes int64
 	MaxPendingFiles int64
+	// LockWait and LockTries bound the wait of Stage and Commit for their
+	// workspace's turn under a quota (another call of the workspace
+	// counting and storing): each try waits at most LockWait holding a
+	// connection, the next comes after a pause of up to LockWait holding
+	// none, and after LockTries tries the call is ErrWorkspaceBusy
+	// (defaults DefaultLockWait, DefaultLockTries).
+	LockWait  time.Duration
+	LockTries int
+	// RefuseUnknownWorkspaces makes Stage and Commit refuse, with
+	// ErrUnknownWorkspace and nothing stored, a workspace the service's
+	// own database does not know: one no token was ever made for
+	// (workspace_auth_tokens, revoked or not), so that a mistyped UUID
+	// does not strand a file where nobody reads (ACCEPT_UNKNOWN_WORKSPACES
+	// unset). On the platform's database, which has a workspaces table,
+	// that table's foreign key decides, whatever this says.
+	RefuseUnknownWorkspaces bool
 	// RequestTimeout bounds a request's calls to Postgres and S3
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
@@ -52,6 +71,18 @@ type Settings struct {
 	// files too, and it waits in scanned_uploads until Decide delivers it.
 	// It needs a bucket.
 	Scanned bool
+	// AcceptUnanchoredOrgTokens (ACCEPT_UNANCHORED_ORG_TOKENS) lets an org
+	// token without an anchor workspace (org_api_tokens.org_id NULL:
+	// never set, or its anchor deleted) act on every workspace, the
+	// platform's legacy rule. Default false: such a token is refused
+	// (auth.ErrUnanchored). Each use is logged and counted either way.
+	AcceptUnanchoredOrgTokens bool
+	// ActivityRetention is how long the sweep keeps the activity_logs
+	// rows this service wrote, when the table is ours (a standalone
+	// database: migrations created it); 0 keeps them
+	// (ACTIVITY_RETENTION). On the platform's database the sweep never
+	// touches the table.
+	ActivityRetention time.Duration
 }
 
 // Store is the pending_uploads table, and the bucket of large files when
@@ -71,9 +102,16 @@ type Store struct {
 	// Logger receives what does not fail a call but an operator should
 	// see: a cleanup the bucket refused (default slog.Default()).
 	Logger *slog.Logger
+	// MaxSweepBatches bounds the batches of each pass of one Sweep
+	// (0: 10,000); a pass cut there leaves the rest to the next sweep
+	// (SweepResult.Unfinished).
+	MaxSweepBatches int
 	// Notifier, when set, hears of the files each Stage or Commit stored,
 	// after its transaction committed (push.Hints; nil: none).
 	Notifier Notifier
+	// Metrics receives the store's EMF counters: the uses of unanchored
+	// org tokens (nil: none).
+	Metrics *metrics.Emitter
 }
 
 func (s *Store) logger() *slog.Logger {
@@ -88,7 +126,8 @@ func (s *Store) logger() *slog.Logger {
 // database (access.go). It does no I/O.
 func New(db DB, bucket Bucket, settings Settings) *Store {
 	s := &Store{db: db, bucket: bucket, Settings: settings, Now: time.Now}
-	s.tokens = &tokens{db: db, logger: s.logger, now: func() time.Time { return s.Now() }}
+	s.tokens = &tokens{db: db, logger: s.logger, metrics: func() *metrics.Emitter { return s.Metrics },
+		now: func() time.Time { return s.Now() }, reading: semaphore.NewWeighted(1)}
 	return s
 }
 

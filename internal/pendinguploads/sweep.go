@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // SweepResult counts the rows one Sweep deleted.
@@ -17,17 +19,33 @@ type SweepResult struct {
 	// Orphans are objects written for rows that never committed (a
 	// request whose answer was lost), deleted by this sweep.
 	Orphans int `json:"orphans"`
+	// Activity counts activity_logs rows this service wrote that were
+	// older than ActivityRetention, on a standalone database only.
+	Activity int `json:"activity,omitempty"`
+	// Unfinished says the sweep stopped before it had deleted every
+	// eligible row: SweepReserve before its deadline, or after
+	// MaxSweepBatches batches of a pass. What is left is where the next
+	// sweep starts: each pass walks its rows in the order of its index
+	// (acked_at, expires_at), so the rest is the rest of that order.
+	Unfinished bool `json:"unfinished,omitempty"`
 }
 
-// maxSweepBatches bounds one Sweep: at the default batch size, ten million
-// rows. A larger backlog is finished by the next run.
+// maxSweepBatches bounds one pass of a Sweep when Store.MaxSweepBatches
+// is 0: at the default batch size, ten million rows. A larger backlog is
+// finished by the next run.
 const maxSweepBatches = 10000
 
 // Sweep deletes acked rows whose acked_at is older than ackRetention
 // (negative means 0) and unacked rows past expires_at; an acked row goes
-// only by its retention, even past expires_at. It deletes in batches of
-// SweepBatch rows, each its own short statement, until none are left or
-// ctx ends, and returns what it deleted even when it fails part-way.
+// only by its retention, even past expires_at; on a standalone database,
+// the activity rows this service wrote older than ActivityRetention
+// (sweepActivity). It deletes in batches of
+// SweepBatch rows, each its own short statement and each a range scan of
+// the pass's index from where the last batch ended, so every batch costs
+// the same however large the backlog. It stops when none are left, or
+// early (SweepResult.Unfinished: SweepReserve before ctx's deadline, or
+// MaxSweepBatches), and returns what it deleted even when it fails
+// part-way.
 //
 // With a bucket, each batch deletes its objects first and its rows
 // second. A failure or crash in between leaves rows that are already
@@ -41,17 +59,85 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	}
 	// Each pass runs even when another failed: a stuck object in one must
 	// not keep the other's rows forever.
-	var errAcked, errExpired, errPresigned, errOrphans error
-	res.Acked, errAcked = s.sweepPass(ctx, sweepAcked, ackRetention)
-	res.Expired, errExpired = s.sweepPass(ctx, sweepExpired, 0)
+	var errAcked, errExpired, errPresigned, errOrphans, errActivity error
+	var cutAcked, cutExpired, cutActivity bool
+	res.Acked, cutAcked, errAcked = s.sweepPass(ctx, sweepAcked, ackRetention)
+	res.Expired, cutExpired, errExpired = s.sweepPass(ctx, sweepExpired, 0)
+	res.Activity, cutActivity, errActivity = s.sweepActivity(ctx)
+	res.Unfinished = cutAcked || cutExpired || cutActivity
 	// Expired presigns are bookkeeping: not counted; their staging
 	// objects go by the bucket's lifecycle rule.
 	_, errPresigned = s.sweepPresigned(ctx)
 	res.Orphans, errOrphans = s.sweepOrphans(ctx)
 	// Files held back for a scan and expired: counted with the expired.
-	scanned, errScanned := s.sweepScanned(ctx)
+	scanned, cutScanned, errScanned := s.sweepScanned(ctx)
 	res.Expired += scanned
-	return res, errors.Join(errAcked, errExpired, errPresigned, errOrphans, errScanned)
+	res.Unfinished = res.Unfinished || cutScanned
+	return res, errors.Join(errAcked, errExpired, errActivity, errPresigned, errOrphans, errScanned)
+}
+
+// activityOurs is the activity_logs table's mark when migrations created
+// it (20260601100500_activity_logs): a standalone database. The
+// platform's own table carries none, and the sweep never touches it.
+const activityOurs = `obj_description('activity_logs'::regclass, 'pg_class') = 'created by pendinguploads'`
+
+// sweepActivityBatch deletes, on a standalone database only, the next $2
+// activity rows this service wrote (chat_upload_receive) older than the
+// retention ($1, microseconds), from workspace $3 on. It walks the
+// workspaces in order through idx_activity_logs_workspace_created (one
+// index descent each: no index of created_at alone is needed) and each
+// workspace's old rows as a range of the same index, so a pass costs its
+// workspaces and the rows it deletes, never the table. It answers how many
+// it read and deleted, and the last workspace it reached (where the next
+// batch starts); no row when there was nothing to read.
+const sweepActivityBatch = `
+	WITH RECURSIVE ws(id) AS (
+	    (SELECT workspace_id FROM activity_logs
+	     WHERE workspace_id >= $3::uuid AND ` + activityOurs + `
+	     ORDER BY workspace_id LIMIT 1)
+	    UNION ALL
+	    SELECT (SELECT workspace_id FROM activity_logs WHERE workspace_id > ws.id ORDER BY workspace_id LIMIT 1)
+	    FROM ws WHERE ws.id IS NOT NULL
+	), old AS (
+	    SELECT a.id, a.workspace_id FROM ws CROSS JOIN LATERAL (
+	        SELECT id, workspace_id FROM activity_logs
+	        WHERE workspace_id = ws.id AND created_at < now() - $1::bigint * interval '1 microsecond'
+	          AND method = 'chat_upload_receive'
+	        ORDER BY created_at LIMIT $2) a
+	    LIMIT $2
+	), gone AS (
+	    DELETE FROM activity_logs WHERE id = ANY (ARRAY(SELECT id FROM old)) RETURNING id
+	)
+	SELECT (SELECT count(*) FROM old), (SELECT count(*) FROM gone), workspace_id
+	FROM old ORDER BY workspace_id DESC LIMIT 1`
+
+// sweepActivity deletes the activity rows this service wrote older than
+// ActivityRetention (0: none), in batches of SweepBatch, when the table is
+// ours; on the platform's database it deletes nothing (the statement's
+// own condition). It stops as sweepPass does (unfinished).
+func (s *Store) sweepActivity(ctx context.Context) (n int, unfinished bool, err error) {
+	if s.ActivityRetention <= 0 {
+		return 0, false, nil
+	}
+	var from uuid.UUID
+	for i := 0; ; i++ {
+		if i >= s.maxSweepBatches() || nearDeadline(ctx, SweepReserve) {
+			return n, true, nil
+		}
+		var read, deleted int
+		err := s.db.QueryRow(ctx, sweepActivityBatch, s.ActivityRetention.Microseconds(), s.SweepBatch, from).
+			Scan(&read, &deleted, &from)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return n, false, nil
+		}
+		if err != nil {
+			return n, false, wrap("sweep activity", err)
+		}
+		n += deleted
+		if read < s.SweepBatch {
+			return n, false, nil
+		}
+	}
 }
 
 // Orphan objects: what markOrphans marked.
@@ -126,64 +212,143 @@ func (s *Store) sweepOrphans(ctx context.Context) (int, error) {
 }
 
 type sweepKind struct {
-	name  string
+	name string
+	// key is the column the pass walks, in the order of its index
+	// (idx_pending_uploads_acked, idx_pending_uploads_expires): each batch
+	// is a range scan of that index from the last batch's end.
+	key   string
 	where string // $1 is the retention in microseconds
 }
 
 var (
-	sweepAcked = sweepKind{"acked",
+	sweepAcked = sweepKind{"acked", "acked_at",
 		`acked_at IS NOT NULL AND acked_at < now() - $1::bigint * interval '1 microsecond'`}
-	sweepExpired = sweepKind{"expired",
+	sweepExpired = sweepKind{"expired", "expires_at",
 		`acked_at IS NULL AND expires_at < now() AND $1::bigint IS NOT NULL`}
 )
 
-// sweepPass deletes the rows of one kind, a batch at a time, until a
-// batch comes back short, ctx ends, or maxSweepBatches.
-func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Duration) (int, error) {
+// after is the keyset condition of a pass's batch: past the last batch's
+// (key, file_id), $3 and $4. The key >= $3 bound starts the index scan
+// there, so no batch reads what an earlier one deleted.
+func (k sweepKind) after() string {
+	return k.key + ` >= $3 AND (` + k.key + `, file_id) > ($3, $4::uuid)`
+}
+
+// deleteBatch is a batch without a bucket, one statement: the next
+// $2 eligible rows after the cursor ($3, $4) deleted, how many went, how
+// many it read, and the last one's (key, file_id), the next cursor; no
+// row when there was none. The rows go by primary key (= ANY of an
+// array: a join with the batch may be planned as a scan of the table).
+func (k sweepKind) deleteBatch() string {
+	return `
+		WITH batch AS (
+		    SELECT file_id, ` + k.key + ` AS k FROM pending_uploads
+		    WHERE ` + k.where + ` AND ` + k.after() + `
+		    ORDER BY ` + k.key + `, file_id
+		    LIMIT $2 FOR UPDATE SKIP LOCKED
+		), gone AS (
+		    DELETE FROM pending_uploads WHERE file_id = ANY (ARRAY(SELECT file_id FROM batch)) RETURNING file_id
+		)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM batch), k, file_id
+		FROM batch ORDER BY k DESC, file_id DESC LIMIT 1`
+}
+
+// selectBatch reads a batch with a bucket: the next $2 eligible rows
+// after the cursor ($3, $4), with their object keys, in key order.
+func (k sweepKind) selectBatch() string {
+	return `
+		SELECT file_id, s3_key, ` + k.key + ` FROM pending_uploads
+		WHERE ` + k.where + ` AND ` + k.after() + `
+		ORDER BY ` + k.key + `, file_id LIMIT $2`
+}
+
+// deleteByID deletes, with a bucket, the batch's rows whose objects are
+// gone ($2), each still eligible: the predicate again, as a filter on the
+// rows found by primary key (IS TRUE keeps the planner from adding a
+// bitmap of the pass's index, which would read every eligible row left,
+// the whole backlog, in each batch).
+func (k sweepKind) deleteByID() string {
+	return `DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND (` + k.where + `) IS TRUE`
+}
+
+// sweepCursor is where a pass's next batch starts: after (key, id).
+type sweepCursor struct {
+	key pgtype.Timestamptz
+	id  uuid.UUID
+}
+
+// startCursor is before every row.
+func startCursor() sweepCursor {
+	return sweepCursor{key: pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}}
+}
+
+// SweepReserve is kept back from a Sweep's deadline: no batch starts
+// closer to ctx's deadline than this, so that the run still measures the
+// backlog and writes its log line and metrics (a batch takes milliseconds;
+// a bucket's DeleteObjects of 1000 keys, a fraction of a second).
+const SweepReserve = 10 * time.Second
+
+// sweepPass deletes the rows of one kind, a batch at a time in the order
+// of kind's index, until a batch comes back short (done), or it stops
+// early (unfinished: SweepReserve before ctx's deadline, or
+// MaxSweepBatches). Whatever it left is the rest of the key range, which
+// the next sweep's pass starts from.
+func (s *Store) sweepPass(ctx context.Context, kind sweepKind, retention time.Duration) (n int, unfinished bool, err error) {
 	once := s.sweepRows
 	if s.bucket != nil {
 		once = s.sweepRowsAndObjects
 	}
 	total := 0
 	batch := s.SweepBatch
-	for i := 0; i < maxSweepBatches; i++ {
-		n, err := once(ctx, kind, retention.Microseconds(), batch)
+	cur := startCursor()
+	for i := 0; ; i++ {
+		if i >= s.maxSweepBatches() || nearDeadline(ctx, SweepReserve) {
+			return total, true, nil
+		}
+		n, read, err := once(ctx, kind, retention.Microseconds(), batch, &cur)
 		total += n
 		if err != nil {
-			return total, wrap("sweep "+kind.name, err)
+			return total, false, wrap("sweep "+kind.name, err)
 		}
-		if n < batch {
-			return total, nil
+		if read < batch {
+			return total, false, nil
 		}
 	}
-	return total, nil
 }
 
-// sweepRows deletes one batch of eligible rows, in one statement: without
-// a bucket, every file's bytes are in its row.
-func (s *Store) sweepRows(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
-	tag, err := s.db.Exec(ctx, `
-		DELETE FROM pending_uploads WHERE file_id IN (
-		    SELECT file_id FROM pending_uploads WHERE `+kind.where+`
-		    LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-		retentionMicros, batch)
-	if err != nil {
-		return 0, err
+func (s *Store) maxSweepBatches() int {
+	if s.MaxSweepBatches > 0 {
+		return s.MaxSweepBatches
 	}
-	return int(tag.RowsAffected()), nil
+	return maxSweepBatches
 }
 
-// sweepRowsAndObjects deletes one batch of eligible rows and their
-// objects: it reads the batch, deletes the objects, then the rows whose
-// objects are gone. A row whose object the bucket refused stays (and the
-// pass fails, so the refusal shows); a crash in between leaves rows that
-// the next sweep finds again.
-func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retentionMicros int64, batch int) (int, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT file_id, s3_key FROM pending_uploads WHERE `+kind.where+` LIMIT $2`,
-		retentionMicros, batch)
+// nearDeadline says ctx's deadline is closer than reserve.
+func nearDeadline(ctx context.Context, reserve time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < reserve
+}
+
+// sweepRows deletes one batch of eligible rows after cur, in one
+// statement (without a bucket, every file's bytes are in its row), moves
+// cur past them, and says how many it deleted and how many it read.
+func (s *Store) sweepRows(ctx context.Context, kind sweepKind, retentionMicros int64, batch int, cur *sweepCursor) (deleted, read int, err error) {
+	err = s.db.QueryRow(ctx, kind.deleteBatch(), retentionMicros, batch, cur.key, cur.id).Scan(&deleted, &read, &cur.key, &cur.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return deleted, read, err
+}
+
+// sweepRowsAndObjects deletes one batch of eligible rows after cur and
+// their objects: it reads the batch, deletes the objects, then the rows
+// whose objects are gone. A row whose object the bucket refused stays (and
+// the pass fails, so the refusal shows); a crash in between leaves rows
+// that the next sweep finds again.
+func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retentionMicros int64, batch int, cur *sweepCursor) (deleted, read int, err error) {
+	rows, err := s.db.Query(ctx, kind.selectBatch(), retentionMicros, batch, cur.key, cur.id)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var ids []uuid.UUID
 	var keys []string
@@ -191,10 +356,11 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 	for rows.Next() {
 		var id uuid.UUID
 		var key *string
-		if err := rows.Scan(&id, &key); err != nil {
+		if err := rows.Scan(&id, &key, &cur.key); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
+		cur.id = id
 		ids = append(ids, id)
 		if key != nil {
 			keys = append(keys, *key)
@@ -202,10 +368,11 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if len(ids) == 0 {
-		return 0, nil
+	read = len(ids)
+	if read == 0 {
+		return 0, 0, nil
 	}
 	var refusedErr error
 	if len(keys) > 0 {
@@ -225,20 +392,18 @@ func (s *Store) sweepRowsAndObjects(ctx context.Context, kind sweepKind, retenti
 			ids = kept
 			refusedErr = fmt.Errorf("delete %d objects: %w", len(keys), err)
 		} else if err != nil {
-			return 0, fmt.Errorf("delete %d objects: %w", len(keys), err)
+			return 0, read, fmt.Errorf("delete %d objects: %w", len(keys), err)
 		}
 	}
 	// The predicate again: eligibility only ever grows with time, but a
 	// row must never go unless it is eligible at the moment it goes.
-	tag, err := s.db.Exec(ctx, `
-		DELETE FROM pending_uploads WHERE file_id = ANY($2::uuid[]) AND `+kind.where,
-		retentionMicros, uuidArray(ids))
+	tag, err := s.db.Exec(ctx, kind.deleteByID(), retentionMicros, uuidArray(ids))
 	if err != nil {
-		return 0, err
+		return 0, read, err
 	}
 	// Counted, and reported: with a refusal the pass stops here and the
 	// sweep fails, so it shows in the metrics and the alarm.
-	return int(tag.RowsAffected()), refusedErr
+	return int(tag.RowsAffected()), read, refusedErr
 }
 
 // sweepPresigned deletes expired presigned uploads, in batches.

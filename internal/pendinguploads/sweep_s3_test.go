@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -139,5 +141,134 @@ func TestSweepHealsAfterS3Faults(t *testing.T) {
 			}
 			body.Close()
 		})
+	}
+}
+
+// deleteLog records every key the sweep asks the bucket to delete.
+type deleteLog struct {
+	pendinguploads.Bucket
+	mu      sync.Mutex
+	deleted map[string]int
+}
+
+func (d *deleteLog) Delete(ctx context.Context, keys []string) error {
+	d.mu.Lock()
+	for _, k := range keys {
+		d.deleted[k]++
+	}
+	d.mu.Unlock()
+	return d.Bucket.Delete(ctx, keys)
+}
+
+// TestSweepResumes: a sweep cut short (its batches spent, or its deadline
+// too near to start one) says so, loses nothing and deletes nothing it
+// should not; the next sweep finishes where it stopped, and every object
+// is deleted exactly once. The acked rows share one acked_at, so the
+// batches' cursor moves by file_id across the cut.
+func TestSweepResumes(t *testing.T) {
+	ep := s3test.MustStart(t)
+	client, bucket := s3test.NewBucket(t, ep)
+	ctx := context.Background()
+	pool := pgtest.MustOpen(t)
+	blobs := &deleteLog{Bucket: s3blobs.NewFromClient(client, bucket), deleted: map[string]int{}}
+	s := pendinguploads.New(pool, blobs, apptest.StoreSettings())
+	s.InlineMaxBytes = 1
+	ws := uuid.New()
+	var keys []string
+	for i := 0; i < 10; i++ {
+		rec, err := stageOne(ctx, s, ws, []byte("bytes in the bucket"), "f.bin", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, rec.Key())
+		set := `acked_at = now() - interval '2 hours'`
+		if i >= 7 {
+			set = `expires_at = now() - interval '1 minute'`
+		}
+		mustExec(t, pool, `UPDATE pending_uploads SET `+set+` WHERE file_id = $1`, rec.FileID)
+	}
+	live, err := stageOne(ctx, s, ws, []byte("still pending"), "live.bin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SweepBatch = 3
+	s.MaxSweepBatches = 2
+
+	t.Run("DeadlineTooNear", func(t *testing.T) {
+		dctx, cancel := context.WithTimeout(ctx, pendinguploads.SweepReserve/2)
+		defer cancel()
+		res, err := s.Sweep(dctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != (pendinguploads.SweepResult{Unfinished: true}) {
+			t.Fatalf("got %+v, want nothing deleted, unfinished", res)
+		}
+		if n := countRows(t, pool, "pending_uploads"); n != 11 {
+			t.Fatalf("rows: got %d, want 11", n)
+		}
+	})
+	t.Run("BatchesSpent", func(t *testing.T) {
+		// Acked: two batches of 3, then cut; expired: 3, and an empty batch.
+		res, err := s.Sweep(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (pendinguploads.SweepResult{Acked: 6, Expired: 3, Unfinished: true}); res != want {
+			t.Fatalf("got %+v, want %+v", res, want)
+		}
+	})
+	t.Run("NextSweepFinishes", func(t *testing.T) {
+		res, err := s.Sweep(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (pendinguploads.SweepResult{Acked: 1}); res != want {
+			t.Fatalf("got %+v, want %+v", res, want)
+		}
+		if n := countRows(t, pool, "pending_uploads"); n != 1 {
+			t.Fatalf("rows: got %d, want 1 (the live one)", n)
+		}
+		for _, k := range keys {
+			if blobs.deleted[k] != 1 {
+				t.Errorf("object %s: deleted %d times, want once", k, blobs.deleted[k])
+			}
+		}
+		if len(blobs.deleted) != len(keys) {
+			t.Errorf("objects deleted: got %d, want %d", len(blobs.deleted), len(keys))
+		}
+		body, err := blobs.Open(ctx, live.Key(), 0, 1)
+		if err != nil {
+			t.Fatalf("the live file's object: %v", err)
+		}
+		body.Close()
+	})
+}
+
+// TestSweepResumesInline: the same cut and resumption without a bucket,
+// where one statement selects and deletes each batch.
+func TestSweepResumesInline(t *testing.T) {
+	s, pool := open(t)
+	ctx := context.Background()
+	mustExec(t, pool, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, acked_at)
+		SELECT gen_random_uuid(), 'x', 1, 'f', now() - interval '2 hours' FROM generate_series(1, 25)`)
+	s.SweepBatch = 10
+	s.MaxSweepBatches = 2
+	res, err := s.Sweep(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (pendinguploads.SweepResult{Acked: 20, Unfinished: true}); res != want {
+		t.Fatalf("first sweep: got %+v, want %+v", res, want)
+	}
+	res, err = s.Sweep(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (pendinguploads.SweepResult{Acked: 5}); res != want {
+		t.Fatalf("second sweep: got %+v, want %+v", res, want)
+	}
+	if n := countRows(t, pool, "pending_uploads"); n != 0 {
+		t.Fatalf("rows left: %d", n)
 	}
 }

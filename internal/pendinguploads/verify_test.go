@@ -222,9 +222,9 @@ func newOrgTrees(t *testing.T) *orgTrees {
 
 // TestOrgTokens: org API tokens on the platform's schema, checked against
 // the workspace a call names, through the same look-up a store call
-// rides on (Verify): live, revoked, expired, unanchored, anchored to this
-// org by any workspace of it or by the control plane's org UUID, anchored
-// to another org.
+// rides on (Verify): live, revoked, expired, unanchored (refused, unless
+// the deployment accepts them), anchored to this org by any workspace of
+// it or by the control plane's org UUID, anchored to another org.
 func TestOrgTokens(t *testing.T) {
 	ctx := context.Background()
 	o := newOrgTrees(t)
@@ -246,8 +246,8 @@ func TestOrgTokens(t *testing.T) {
 		ws    uuid.UUID
 		want  error
 	}{
-		{"org_unanchored", o.grand1, nil},
-		{"org_unanchored", o.child2, nil},
+		{"org_unanchored", o.grand1, auth.ErrUnanchored},
+		{"org_unanchored", o.child2, auth.ErrUnanchored},
 		{"org_root1", o.grand1, nil},
 		{"org_root1", o.root1, nil},
 		{"org_root1", o.child2, auth.ErrNotAllowed},
@@ -275,6 +275,16 @@ func TestOrgTokens(t *testing.T) {
 		}
 	}
 
+	t.Run("AcceptUnanchored", func(t *testing.T) {
+		settings := apptest.StoreSettings()
+		settings.AcceptUnanchoredOrgTokens = true
+		s := pendinguploads.New(o.platformPool, nil, settings)
+		for _, ws := range []uuid.UUID{o.grand1, o.child2} {
+			if id, err := identify(ctx, a, s, bearer("org_unanchored"), ws); err != nil || id.Kind() != auth.Org {
+				t.Errorf("on %s: got %+v, %v; want the legacy rule: every workspace", ws, id, err)
+			}
+		}
+	})
 	t.Run("StampsLastUsedAt", func(t *testing.T) {
 		id := auth.TokenIdentity("org_root2")
 		rctx := auth.NewContext(ctx, id)

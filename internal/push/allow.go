@@ -60,7 +60,7 @@ func Allow(ctx context.Context, v Verifier, c Credentials) (uuid.UUID, error) {
 	}
 	id := auth.TokenIdentity(tok)
 	switch err := v.Verify(ctx, id, &ws); {
-	case errors.Is(err, auth.ErrInvalid), errors.Is(err, auth.ErrNotAllowed):
+	case errors.Is(err, auth.ErrInvalid), errors.Is(err, auth.ErrNotAllowed), errors.Is(err, auth.ErrUnanchored):
 		return uuid.Nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	case err != nil:
 		return uuid.Nil, err

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestContentDigest(t *testing.T) {
+func TestDigest(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -19,8 +19,8 @@ func TestContentDigest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sum := sha256.Sum256([]byte(tt.in))
-			if got := ContentDigest(sum[:]); got != tt.want {
-				t.Errorf("ContentDigest(sha256(%q)) = %q, want %q", tt.in, got, tt.want)
+			if got := Digest(sum[:]); got != tt.want {
+				t.Errorf("Digest(sha256(%q)) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}

@@ -18,9 +18,11 @@ type Sweeper interface {
 	Backlog(ctx context.Context) (pendinguploads.Backlog, error)
 }
 
-// Run sweeps once and reports: one log line with the counts and the
-// backlog left, the pending_uploads_swept metric by outcome (acked,
-// expired, and error on failure), and the backlog metrics
+// Run sweeps once and reports: one log line with the counts, whether the
+// sweep stopped before it finished (unfinished: the next run resumes where
+// it stopped) and the backlog left, the pending_uploads_swept metric by
+// outcome (acked, expired, and error on failure),
+// pending_uploads_sweep_unfinished (1 or 0), and the backlog metrics
 // (pending_uploads_backlog_files, _bytes, _oldest_age_seconds), and how
 // near the quota the fullest workspace is
 // (pending_uploads_workspace_max_pending_bytes, _files). The
@@ -34,7 +36,13 @@ func Run(ctx context.Context, s Sweeper, ackRetention time.Duration, log *slog.L
 	res, err := s.Sweep(ctx, ackRetention)
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeAcked}, float64(res.Acked), nil)
 	m.Count(metrics.Swept, map[string]string{metrics.Outcome: metrics.OutcomeExpired}, float64(res.Expired), nil)
-	attrs := []any{"acked", res.Acked, "expired", res.Expired, "orphans", res.Orphans, "ack_retention", ackRetention.String()}
+	unfinished := 0.0
+	if res.Unfinished {
+		unfinished = 1
+	}
+	m.Count(metrics.SweepUnfinished, nil, unfinished, nil)
+	attrs := []any{"acked", res.Acked, "expired", res.Expired, "orphans", res.Orphans, "activity", res.Activity, "unfinished", res.Unfinished,
+		"ack_retention", ackRetention.String()}
 	if b, berr := s.Backlog(ctx); berr != nil {
 		log.Warn("backlog not measured", "err", berr)
 	} else {

@@ -86,3 +86,46 @@ func TestRunReportsBacklog(t *testing.T) {
 		t.Errorf("log line: got %v", line)
 	}
 }
+
+// TestRunSaysUnfinished: a sweep cut short by its batches says so on its
+// log line (unfinished) and in pending_uploads_sweep_unfinished, and the
+// next run, which finishes, says 0.
+func TestRunSaysUnfinished(t *testing.T) {
+	pool := pgtest.MustOpen(t)
+	s := pendinguploads.New(pool, nil, apptest.StoreSettings())
+	s.SweepBatch, s.MaxSweepBatches = 2, 1
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, expires_at)
+		SELECT gen_random_uuid(), 'x', 1, 'f', now() - interval '1 minute' FROM generate_series(1, 3)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		unfinished bool
+		metric     float64
+	}{{true, 1}, {false, 0}} {
+		var out, logs bytes.Buffer
+		if _, err := sweep.Run(ctx, s, time.Hour, slog.New(slog.NewJSONHandler(&logs, nil)), metrics.New(&out, metrics.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		var line map[string]any
+		if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+			t.Fatalf("log %q: %v", logs.String(), err)
+		}
+		if line["unfinished"] != want.unfinished {
+			t.Errorf("log line's unfinished: got %v, want %v", line["unfinished"], want.unfinished)
+		}
+		got := -1.0
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(l), &doc); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			if v, ok := doc[metrics.SweepUnfinished].(float64); ok {
+				got = v
+			}
+		}
+		if got != want.metric {
+			t.Errorf("%s: got %v, want %v", metrics.SweepUnfinished, got, want.metric)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -46,6 +48,10 @@ type openRig struct {
 	// stallAt: file ID -> a GET of its content route stops moving after
 	// this many bytes, its connection held open until the browser drops it.
 	stallAt map[string]int64
+	// headersAt: file ID -> fields that replace those of its content
+	// route's answers ("" removes one): a digest altered, or an older
+	// server's.
+	headersAt map[string]map[string]string
 }
 
 // linkGet is one GET of a download link as it reached the service.
@@ -58,9 +64,11 @@ type cutKey struct{}
 
 type stallKey struct{}
 
+type headersKey struct{}
+
 func startOpenRig(t *testing.T, rate int64) *openRig {
 	t.Helper()
-	rig := &openRig{cutAt: map[string]int64{}, stallAt: map[string]int64{}}
+	rig := &openRig{cutAt: map[string]int64{}, stallAt: map[string]int64{}, headersAt: map[string]map[string]string{}}
 	var proxy atomic.Pointer[httputil.ReverseProxy]
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join("testdata", "canvas"))))
@@ -90,6 +98,15 @@ func startOpenRig(t *testing.T, rate int64) *openRig {
 		if n, ok := resp.Request.Context().Value(stallKey{}).(int64); ok && resp.StatusCode == http.StatusOK {
 			resp.Body = &cutBody{ReadCloser: resp.Body, left: n, hold: resp.Request.Context()}
 		}
+		if h, ok := resp.Request.Context().Value(headersKey{}).(map[string]string); ok {
+			for k, v := range h {
+				if v == "" {
+					resp.Header.Del(k)
+				} else {
+					resp.Header.Set(k, v)
+				}
+			}
+		}
 		return nil
 	}
 	proxy.Store(rp)
@@ -113,9 +130,13 @@ func (rig *openRig) serveAPI(w http.ResponseWriter, r *http.Request, rp *httputi
 	if r.Method == http.MethodGet && path.Base(r.URL.Path) == "content" {
 		rig.mu.Lock()
 		n, stall := rig.stallAt[path.Base(path.Dir(r.URL.Path))]
+		h, edit := rig.headersAt[path.Base(path.Dir(r.URL.Path))]
 		rig.mu.Unlock()
 		if stall {
 			r = r.WithContext(context.WithValue(r.Context(), stallKey{}, n))
+		}
+		if edit {
+			r = r.WithContext(context.WithValue(r.Context(), headersKey{}, h))
 		}
 	}
 	rp.ServeHTTP(w, r)
@@ -401,4 +422,57 @@ func TestCanvasOpensA100MiBAttachment(t *testing.T) {
 	l := res["legacy"]
 	t.Logf("the canvas's own fetch and blob: %+v after %s; JS heap %.1f MiB at most; renderers' RSS %.1f MiB before, %.1f MiB at most",
 		l.Result, time.Duration(l.MS)*time.Millisecond, l.Heap.Max/(1<<20), l.RSS.Before/(1<<20), l.RSS.Max/(1<<20))
+}
+
+// TestDownloadFileChecksReprDigest: the client's downloadFile, in
+// Chromium, checks the bytes against the answer's Repr-Digest (the whole
+// file's), and against Content-Digest only on a 200 without it (a server
+// before Repr-Digest): the service's answer as served passes, as does an
+// older server's; a Repr-Digest altered (Content-Digest left as served)
+// and an older server's Content-Digest altered are digest_mismatch.
+func TestDownloadFileChecksReprDigest(t *testing.T) {
+	chromium, node := requireBrowser(t)
+	rig := startOpenRig(t, 64<<20)
+	ws := uuid.New()
+	token := rig.srv.WorkspaceToken(t, ws)
+	data := pattern(40<<10, 31)
+	wrong := "sha-256=:" + strings.Repeat("A", 43) + "=:"
+	sum := sha256.Sum256(data)
+	whole := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+	cases := []struct {
+		name    string
+		headers map[string]string
+		ok      bool
+	}{
+		{"asServed", nil, true},
+		{"olderServer", map[string]string{"Repr-Digest": "", "Content-Digest": whole}, true},
+		{"reprAltered", map[string]string{"Repr-Digest": wrong}, false},
+		{"olderServerAltered", map[string]string{"Repr-Digest": "", "Content-Digest": wrong}, false},
+	}
+	var steps []openStep
+	for _, tc := range cases {
+		id := rig.stageFile(t, ws, tc.name+".bin", data)
+		if tc.headers != nil {
+			rig.mu.Lock()
+			rig.headersAt[id] = tc.headers
+			rig.mu.Unlock()
+		}
+		steps = append(steps, openStep{Name: tc.name, Fn: "readWhole", Args: map[string]any{"api": "", "token": token, "ws": ws.String(), "fileId": id}})
+	}
+	res, _ := rig.driveDownloads(t, node, chromium, nil, steps, 2*time.Minute)
+	for _, tc := range cases {
+		var got struct {
+			OK     bool
+			Size   int
+			SHA256 string
+			Error  struct{ Name, Code, Message string }
+		}
+		mustRemarshal(t, res[tc.name].Raw, &got)
+		switch {
+		case tc.ok && (!got.OK || got.Size != len(data) || got.SHA256 != sha256Hex(data)):
+			t.Errorf("%s: got %+v, want the %d bytes", tc.name, got, len(data))
+		case !tc.ok && (got.OK || got.Error.Code != "digest_mismatch"):
+			t.Errorf("%s: got %+v, want digest_mismatch", tc.name, got)
+		}
+	}
 }

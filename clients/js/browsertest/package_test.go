@@ -133,6 +133,69 @@ func TestPackageInstalls(t *testing.T) {
 	})
 }
 
+// TestPackageInstallsAsTheReadmeSays runs README.md's install lines, as
+// written, with bash, beside a clean clone of this repository (its last
+// commit: what a person who clones it today has) and an empty app, and
+// then imports the package from the app: no tag, nothing of this
+// checkout's node_modules.
+func TestPackageInstallsAsTheReadmeSays(t *testing.T) {
+	for _, bin := range []string{"npm", "node", "git", "bash"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("readme's install: %s is missing", bin)
+			}
+			t.Skipf("readme's install: %s is missing", bin)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Installing\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var lines string
+	for _, b := range fencedBlocks(section) {
+		if b.lang == "sh" {
+			lines = b.text
+		}
+	}
+	if lines == "" {
+		t.Fatal("README.md's Installing shows no sh block")
+	}
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "npm_config_update_notifier=false", "npm_config_audit=false", "npm_config_fund=false")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	// A clean clone (--shared: the objects are borrowed, not copied), and
+	// an app of the person's own.
+	sh("git clone -q --shared '" + root + "' pendinguploads && mkdir your-app && " +
+		`echo '{"name":"your-app","private":true,"type":"module"}' >your-app/package.json`)
+	t.Logf("%s", sh(lines))
+	var pkg struct{ Dependencies map[string]string }
+	readJSON(t, filepath.Join(dir, "your-app", "package.json"), &pkg)
+	if !strings.HasPrefix(pkg.Dependencies["@pendinguploads/client"], "file:vendor/") {
+		t.Errorf("your-app/package.json: got dependencies %v, want @pendinguploads/client from file:vendor/…", pkg.Dependencies)
+	}
+	out := sh(`cd your-app && node --input-type=module -e 'const m = await import("@pendinguploads/client"); console.log(typeof m.uploadFiles, typeof m.pendingFile)'`)
+	if strings.TrimSpace(out) != "function function" {
+		t.Errorf("import from your-app: got %q, want uploadFiles and pendingFile functions", out)
+	}
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -227,7 +227,7 @@ func TestPullRefusesTamperedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	c := clientkit.MustClient(t, apptest.TamperProxy(t, srv.URL, true, ""), tok)
+	c := clientkit.MustClient(t, apptest.TamperProxy(t, srv.URL, true, nil), tok)
 	res, err := inbox.New(c, ws, dir).Pull(ctx)
 	if !errors.Is(err, client.ErrIntegrity) || len(res.Delivered) != 0 || len(res.Errors) != 1 || res.Listed != 1 || res.Remaining != 1 {
 		t.Fatalf("got %+v, %v; want one integrity error, the file still pending", res, err)

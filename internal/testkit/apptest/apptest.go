@@ -29,6 +29,7 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/delayproxy"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgbouncertest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgpause"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtrace"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -61,6 +62,10 @@ type Options struct {
 	// direction by this much (delayproxy): the round trip of a network,
 	// for the service's pool and the test's own (Pool) alike.
 	DBDelay time.Duration
+	// DBPause puts the service's Postgres (not the test's own pool)
+	// behind a proxy that refuses new connections while paused
+	// (Server.DBPause.PauseFor): a database restarting or resuming.
+	DBPause bool
 	// CountRoundTrips counts the round trips of the service's pool
 	// (Server.RoundTrips).
 	CountRoundTrips bool
@@ -96,6 +101,9 @@ type Server struct {
 	// RoundTrips counts the service pool's round trips; nil without
 	// Options.CountRoundTrips.
 	RoundTrips *pgtrace.RoundTrips
+	// DBPause is the proxy the service's pool goes through; nil without
+	// Options.DBPause.
+	DBPause *pgpause.Proxy
 	// Bouncer is the PgBouncer the service's pool goes through; nil
 	// without Options.PgBouncer.
 	Bouncer *pgbouncertest.Bouncer
@@ -120,11 +128,24 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.DatabaseURL = u.String()
 	}
 	serviceURL := s.DatabaseURL
+	if opts.DBPause {
+		u, err := url.Parse(s.DatabaseURL)
+		if err != nil {
+			tb.Fatalf("apptest: %v", err)
+		}
+		s.DBPause = pgpause.Start(tb, u.Host)
+		u.Host = s.DBPause.Addr
+		serviceURL = u.String()
+	}
 	if opts.PgBouncer != nil {
 		s.Bouncer = pgbouncertest.MustStart(tb, s.DatabaseURL, *opts.PgBouncer)
 		serviceURL = s.Bouncer.URL
 	}
-	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey}
+	env := map[string]string{"DATABASE_URL": serviceURL, "ADMIN_TOKEN": AdminToken, "DOWNLOAD_LINK_KEY": LinkKey,
+		// The tests stage as the admin for fresh workspaces that have no
+		// token; the refusal of those (the default) is held where it is
+		// tested, with Options.Env's ACCEPT_UNKNOWN_WORKSPACES=false.
+		"ACCEPT_UNKNOWN_WORKSPACES": "true"}
 	// awsEnv is the AWS part of the service's environment with S3: moto's
 	// credentials and region, read by awsenv.Load as a function reads its
 	// own, and never set in the process (t.Setenv would forbid
@@ -215,5 +236,10 @@ func (s *Server) tracer(opts Options) pgx.QueryTracer {
 }
 
 // StoreSettings are a store's settings under the configuration's
-// defaults, for a test that builds its own store.
-func StoreSettings() pendinguploads.Settings { return app.StoreSettings(config.Defaults()) }
+// defaults, for a test that builds its own store; as NewServer's, it
+// stages for workspaces no token was made for (ACCEPT_UNKNOWN_WORKSPACES).
+func StoreSettings() pendinguploads.Settings {
+	s := app.StoreSettings(config.Defaults())
+	s.RefuseUnknownWorkspaces = false
+	return s
+}

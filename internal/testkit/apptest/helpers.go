@@ -16,17 +16,24 @@ import (
 )
 
 // TamperProxy is a loopback proxy in front of target that corrupts the
-// 200 answers of the content route: with flip, it inverts the first byte
-// of the body; with digest set, it replaces the Content-Digest header.
-// Clients under test must refuse what comes through it.
-func TamperProxy(tb testing.TB, target string, flip bool, digest string) string {
+// answers of the content route that carry bytes (200, 206): with flip, it
+// inverts the first byte of the body; each of header's fields replaces
+// the answer's, or removes it when "" (a Repr-Digest altered, or dropped
+// as a server before it would). Clients under test must refuse what
+// comes through it.
+func TamperProxy(tb testing.TB, target string, flip bool, header map[string]string) string {
 	tb.Helper()
 	return proxy(tb, target, func(resp *http.Response) error {
-		if !strings.HasSuffix(resp.Request.URL.Path, "/content") || resp.StatusCode != http.StatusOK {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/content") ||
+			(resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent) {
 			return nil
 		}
-		if digest != "" {
-			resp.Header.Set("Content-Digest", digest)
+		for k, v := range header {
+			if v == "" {
+				resp.Header.Del(k)
+			} else {
+				resp.Header.Set(k, v)
+			}
 		}
 		if flip {
 			b, err := io.ReadAll(resp.Body)

@@ -247,12 +247,14 @@ func writeResult(w http.ResponseWriter, res lambdatest.Result) error {
 
 // gatewayError is one of API Gateway's own answers, as openapi.yaml's
 // x-amazon-apigateway-gateway-responses shape them: {"error": …, "code":
-// "gateway"}, and an unknown route 404 {"error":"not found","code":"not_found"}.
+// "gateway"}, and an unknown route 404 {"error":"not found","code":"not_found"},
+// each with Referrer-Policy: no-referrer.
 func gatewayError(w http.ResponseWriter, status int, msg string) {
 	code := "gateway"
 	if status == http.StatusNotFound {
 		code = "not_found"
 	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(map[string]string{"error": msg, "code": code})

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 
+import { pendingFile } from "../../attachment.js";
 import { PendingUploadsError, httpError, serviceCode } from "../../errors.js";
 import { checkPlan, putParts } from "../../parts.js";
 import { notReceived } from "../../presign.js";
@@ -147,4 +148,15 @@ test("ResumeOfAnAssembledUploadSendsNothing", async () => {
   const seen = [];
   await putParts({ attempts: 1 }, up, f, { inFlight: 4, onFileProgress: (n) => seen.push(n) });
   assert.deepEqual(seen, [size]);
+});
+
+// pendingFile: the attachment URIs the service gives (and the legacy
+// content path) name a file; any other URI is not the service's.
+test("PendingFile", () => {
+  const ws = "7c1e6a2e-3b1f-4c5d-9e8f-0a1b2c3d4e5f";
+  assert.deepEqual(pendingFile(`platform-pending:${ws}/${id}`), { workspaceId: ws, fileId: id });
+  assert.deepEqual(pendingFile(`/workspaces/${ws}/content/${id}/content`), { workspaceId: ws, fileId: id });
+  for (const other of ["https://example.com/a.pdf", "/workspace/report.pdf", `platform-pending:${ws}`, `platform-pending:${ws}/${id}/x`, "", null]) {
+    assert.equal(pendingFile(other), null, String(other));
+  }
 });

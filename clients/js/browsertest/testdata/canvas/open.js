@@ -5,7 +5,7 @@
 // (container paths through the platform's /chat/download, http(s) in a
 // new tab) stay as they are. platformAuthHeaders() and PLATFORM_URL are
 // the canvas's. The harness functions below it are the test's.
-import { openFile, downloadFile } from "@pendinguploads/client";
+import { openFile, downloadFile, pendingFile } from "@pendinguploads/client";
 
 // ---- the canvas ----
 
@@ -18,14 +18,6 @@ function platformAuthHeaders() {
   if (tenantSlug) h["X-Molecule-Org-Slug"] = tenantSlug;
   if (devToken) h.Authorization = `Bearer ${devToken}`;
   return h;
-}
-
-// pendingFile reads an attachment URI of the service: platform-pending:<ws>/<file>,
-// or the legacy /workspaces/<ws>/content/<file>/content; null for any other.
-function pendingFile(uri) {
-  let m = /^platform-pending:([^/]+)\/([^/]+)$/.exec(uri);
-  if (!m) m = /^\/workspaces\/([^/]+)\/content\/([^/]+)\/content$/.exec(uri);
-  return m ? { workspaceId: m[1], fileId: m[2] } : null;
 }
 
 // downloadChatFile is README's drop-in body, as written there.

@@ -1,0 +1,377 @@
+package deploytest
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// An idleLine is one row of a shape's idle cost: what, how it is
+// reckoned, what it costs a month.
+type idleLine struct {
+	what, arithmetic string
+	month            float64
+}
+
+// idleGoals are the most a default shape may cost a month idle (issue 42).
+// From zero's goal, $10.00, is not met yet (its database and interface
+// endpoints: docs/capacity.md); it joins this map in the commit that
+// meets it.
+var idleGoals = map[string]float64{"BesideThePlatform": 3.00}
+
+// idleCost prices every resource the shape creates from the price table
+// (idleprices_test.go), failing for a type that is neither priced nor
+// listed as free at rest.
+func idleCost(t *testing.T, s *shape) []idleLine {
+	t.Helper()
+	created := s.resources()
+	byType := map[string][]string{}
+	for id, r := range created {
+		typ := scalar(get(r, "Type"))
+		byType[typ] = append(byType[typ], id)
+	}
+	var lines []idleLine
+	add := func(what, arithmetic string, month float64) {
+		lines = append(lines, idleLine{what, arithmetic, month})
+	}
+	hourly := func(name string, n float64) float64 { return n * prices[name].perHour * monthHours }
+	for _, typ := range slices.Sorted(func(yield func(string) bool) {
+		for k := range byType {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		ids := byType[typ]
+		slices.Sort(ids)
+		switch typ {
+		case "AWS::RDS::DBInstance":
+			for _, id := range ids {
+				p := get(created[id], "Properties")
+				class := s.str(get(p, "DBInstanceClass"))
+				pr, ok := prices[class]
+				if !ok {
+					t.Errorf("%s: instance class %s has no price", id, class)
+					continue
+				}
+				azs := 1.0
+				if isTrue(get(p, "MultiAZ")) {
+					azs = 2
+				}
+				add(fmt.Sprintf("RDS %s, %s", class, map[bool]string{true: "multi-AZ", false: "single-AZ"}[azs == 2]),
+					fmt.Sprintf("%s$%g/h × %d", map[bool]string{true: "2 × ", false: ""}[azs == 2], pr.perHour, monthHours),
+					hourly(class, azs))
+				gb, err := strconv.Atoi(scalar(get(p, "AllocatedStorage")))
+				if err != nil || scalar(get(p, "StorageType")) != "gp3" {
+					t.Errorf("%s: storage %q of type %q: only gp3 with a size is priced", id, scalar(get(p, "AllocatedStorage")), scalar(get(p, "StorageType")))
+				}
+				add(fmt.Sprintf("its storage, %d GB gp3 (backups free up to it)", gb),
+					fmt.Sprintf("%d × $%g", gb, prices["rds gp3"].perMonth), float64(gb)*prices["rds gp3"].perMonth)
+				if isTrue(get(p, "ManageMasterUserPassword")) {
+					add("its RDS-managed secret", fmt.Sprintf("$%.2f", prices["secret"].perMonth), prices["secret"].perMonth)
+				}
+			}
+		case "AWS::RDS::DBProxy":
+			for range ids {
+				class := s.str(get(created["Database"], "Properties", "DBInstanceClass"))
+				n := max(2, vCPUs[class])
+				add("RDS Proxy", fmt.Sprintf("%d vCPUs × $%g/h × %d", n, prices["rds proxy"].perHour, monthHours), hourly("rds proxy", float64(n)))
+			}
+		case "AWS::EC2::VPCEndpoint":
+			for _, id := range ids {
+				p := get(created[id], "Properties")
+				if scalar(get(p, "VpcEndpointType")) == "Gateway" {
+					continue // gateway endpoints (S3, DynamoDB) are free
+				}
+				zones := len(get(p, "SubnetIds").Content)
+				add(fmt.Sprintf("interface endpoint %s, %d zones", id, zones),
+					fmt.Sprintf("%d × $%g/h × %d", zones, prices["interface endpoint"].perHour, monthHours), hourly("interface endpoint", float64(zones)))
+			}
+		case "AWS::SecretsManager::Secret":
+			add(fmt.Sprintf("%d secrets (%s)", len(ids), strings.Join(ids, ", ")),
+				fmt.Sprintf("%d × $%.2f", len(ids), prices["secret"].perMonth), float64(len(ids))*prices["secret"].perMonth)
+		case "AWS::Route53::HostedZone":
+			add(fmt.Sprintf("%d private hosted zone (%s)", len(ids), strings.Join(ids, ", ")),
+				fmt.Sprintf("%d × $%.2f", len(ids), prices["hosted zone"].perMonth), float64(len(ids))*prices["hosted zone"].perMonth)
+		case "AWS::CloudWatch::Alarm":
+			var std, high int
+			for _, id := range ids {
+				p := get(created[id], "Properties")
+				if period, _ := strconv.Atoi(scalar(get(p, "Period"))); period > 0 && period < 60 {
+					high++
+				} else {
+					std++
+				}
+				if get(p, "Metrics") != nil {
+					t.Errorf("%s: an alarm on a metric math expression bills per metric: not priced here", id)
+				}
+			}
+			add(fmt.Sprintf("%d alarms", std), fmt.Sprintf("%d × $%.2f", std, prices["alarm"].perMonth), float64(std)*prices["alarm"].perMonth)
+			if high > 0 {
+				add(fmt.Sprintf("%d high-resolution alarms", high), fmt.Sprintf("%d × $%.2f", high, prices["alarm high-res"].perMonth), float64(high)*prices["alarm high-res"].perMonth)
+			}
+		case "AWS::CloudWatch::Dashboard":
+			add(fmt.Sprintf("%d dashboard", len(ids)), fmt.Sprintf("%d × $%.2f", len(ids), prices["dashboard"].perMonth), float64(len(ids))*prices["dashboard"].perMonth)
+		default:
+			if _, ok := freeAtRest[typ]; !ok {
+				t.Errorf("resource type %s (%v) has no price and is not listed as free at rest (idleprices_test.go)", typ, ids)
+			}
+		}
+	}
+	lines = append(lines, scheduledRuns(t, s)...)
+	return lines
+}
+
+// rateExpr is a schedule's rate expression.
+var rateExpr = regexp.MustCompile(`^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$`)
+
+// scheduledRuns prices what the shape's schedules run while idle: each
+// run's request, its billed duration (sweepSeconds at the function's
+// memory), its trace and its log lines; and the custom metrics the sweep
+// emits on each (sweepMetrics).
+func scheduledRuns(t *testing.T, s *shape) []idleLine {
+	t.Helper()
+	created := s.resources()
+	var lines []idleLine
+	for _, id := range s.ofType("AWS::Events::Rule") {
+		p := get(created[id], "Properties")
+		m := rateExpr.FindStringSubmatch(scalar(get(p, "ScheduleExpression")))
+		if m == nil {
+			t.Fatalf("%s: schedule %q: only rate(N unit) is priced", id, scalar(get(p, "ScheduleExpression")))
+		}
+		n, _ := strconv.Atoi(m[1])
+		minutes := float64(n) * map[string]float64{"minute": 1, "minutes": 1, "hour": 60, "hours": 60, "day": 1440, "days": 1440}[m[2]]
+		runs := monthHours * 60 / minutes
+		for _, target := range get(p, "Targets").Content {
+			fnID := getAtt(get(target, "Arn"))
+			fnID = strings.TrimSuffix(fnID, ".Arn")
+			f := created[fnID]
+			if scalar(get(f, "Type")) != "AWS::Lambda::Function" {
+				t.Fatalf("%s: target %s is not a function of this shape", id, fnID)
+			}
+			mem, err := strconv.Atoi(scalar(get(f, "Properties", "MemorySize")))
+			if err != nil {
+				t.Fatalf("%s: MemorySize %q", fnID, scalar(get(f, "Properties", "MemorySize")))
+			}
+			gbs := runs * sweepSeconds * float64(mem) / 1024
+			month := runs*prices["lambda request"].perMonth + gbs*prices["lambda arm64 GBs"].perMonth +
+				runs*prices["xray trace"].perMonth + runs*sweepLogBytes/1e9*prices["log ingestion"].perMonth
+			lines = append(lines, idleLine{
+				fmt.Sprintf("%s: %s runs (%s), their traces and logs", fnID, thousands(runs), scalar(get(p, "ScheduleExpression"))),
+				fmt.Sprintf("%s × ($0.20/10⁶ + %s s × %s GB × $%s + $5/10⁶ + %s B × $0.50/GB)", thousands(runs), num(sweepSeconds), num(float64(mem)/1024), num(prices["lambda arm64 GBs"].perMonth), thousands(sweepLogBytes)),
+				month,
+			})
+			if fnID == "Sweep" {
+				ms := sweepMetrics(t, s, f)
+				lines = append(lines, idleLine{
+					fmt.Sprintf("the sweep's %d custom metrics (%s)", len(ms), strings.Join(ms, ", ")),
+					fmt.Sprintf("%d × $%.2f", len(ms), prices["custom metric"].perMonth),
+					float64(len(ms)) * prices["custom metric"].perMonth,
+				})
+			}
+		}
+	}
+	return lines
+}
+
+// sweepMetrics returns the custom metrics a successful sweep emits
+// (name, and its dimension's value): every m.Count(metrics.X, …) and
+// m.Add(metrics.X, …) of internal/sweep but the failed run's, less
+// those the function's METRICS leaves out.
+func sweepMetrics(t *testing.T, s *shape, f *yaml.Node) []string {
+	t.Helper()
+	consts := goConsts(t, filepath.Join(root(t), "internal", "metrics"))
+	only := map[string]bool{}
+	if v := scalar(get(f, "Properties", "Environment", "Variables", "METRICS")); v != "" && v != "all" {
+		for _, name := range strings.Split(v, ",") {
+			only[strings.TrimSpace(name)] = true
+		}
+	}
+	dir := filepath.Join(root(t), "internal", "sweep")
+	seen := map[string]bool{}
+	for _, file := range goFiles(t, dir) {
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Count" && sel.Sel.Name != "Add") || len(call.Args) < 3 {
+				return true
+			}
+			name, ok := call.Args[0].(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := name.X.(*ast.Ident); !ok || x.Name != "metrics" {
+				return true
+			}
+			dims := call.Args[1]
+			if sel.Sel.Name == "Add" {
+				dims = call.Args[2]
+			}
+			metric := consts[name.Sel.Name]
+			if metric == "" {
+				t.Fatalf("metrics.%s: not a string constant of internal/metrics", name.Sel.Name)
+			}
+			key := metric
+			if lit, ok := dims.(*ast.CompositeLit); ok {
+				for _, el := range lit.Elts {
+					if v, ok := el.(*ast.KeyValueExpr).Value.(*ast.SelectorExpr); ok {
+						key += "{" + consts[v.Sel.Name] + "}"
+					}
+				}
+			}
+			if (len(only) == 0 || only[metric]) && !strings.HasSuffix(key, "{"+consts["OutcomeError"]+"}") {
+				seen[key] = true
+			}
+			return true
+		})
+	}
+	return slices.Sorted(func(yield func(string) bool) {
+		for k := range seen {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+}
+
+// goFiles parses the Go files of dir, tests left out.
+func goFiles(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
+	}
+	return files
+}
+
+// goConsts returns the string constants declared in dir, by name.
+func goConsts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range goFiles(t, dir) {
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							out[name.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// isTrue reports whether n is the boolean (or string) true.
+func isTrue(n *yaml.Node) bool { return n != nil && n.Kind == yaml.ScalarNode && n.Value == "true" }
+
+// num writes a price as it is, without an exponent.
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// thousands writes a whole number with commas.
+func thousands(f float64) string {
+	s := strconv.FormatInt(int64(math.Round(f)), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// idleTotal adds the lines up, each rounded to the cent as the table shows it.
+func idleTotal(lines []idleLine) float64 {
+	var total float64
+	for _, l := range lines {
+		total += math.Round(l.month*100) / 100
+	}
+	return math.Round(total*100) / 100
+}
+
+// idleTable writes a shape's lines as docs/capacity.md shows them.
+func idleTable(lines []idleLine) string {
+	var b strings.Builder
+	b.WriteString("| | arithmetic | a month |\n|---|---|---|\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "| %s | %s | $%.2f |\n", l.what, l.arithmetic, math.Round(l.month*100)/100)
+	}
+	fmt.Fprintf(&b, "| **total** | | **$%.2f** |\n", idleTotal(lines))
+	return b.String()
+}
+
+// idleDoc is where docs/capacity.md holds each shape's table, between
+// <!-- idle NAME --> and <!-- /idle NAME -->.
+func idleDocBlock(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(?s)<!-- idle ` + name + ` -->\n(.*?)<!-- /idle ` + name + ` -->`)
+}
+
+// TestIdleCost: what each translated shape costs a month with no client
+// calling, priced from idleprices_test.go; every resource type it
+// creates is priced or listed as free at rest with its reason;
+// docs/capacity.md shows each shape's table as computed here (set
+// IDLE_WRITE=1 to write them there); and each default shape in
+// idleGoals costs at most its goal.
+func TestIdleCost(t *testing.T) {
+	docPath := filepath.Join(root(t), "docs", "capacity.md")
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	forEachShape(t, func(t *testing.T, s *shape) {
+		name := strings.TrimPrefix(t.Name(), "TestIdleCost/")
+		lines := idleCost(t, s)
+		table := idleTable(lines)
+		total := idleTotal(lines)
+		t.Logf("%s idles at $%.2f a month:\n%s", name, total, table)
+		block := idleDocBlock(name)
+		m := block.FindStringSubmatch(text)
+		switch {
+		case os.Getenv("IDLE_WRITE") == "1" && m != nil:
+			text = block.ReplaceAllLiteralString(text, "<!-- idle "+name+" -->\n"+table+"<!-- /idle "+name+" -->")
+		case m == nil:
+			t.Errorf("docs/capacity.md has no <!-- idle %s --> table", name)
+		case m[1] != table:
+			t.Errorf("docs/capacity.md's idle table of %s is not what the template costs; want\n%s", name, table)
+		}
+		if goal, ok := idleGoals[name]; ok && total > goal {
+			t.Errorf("%s idles at $%.2f a month, over its goal of $%.2f", name, total, goal)
+		}
+	})
+	if os.Getenv("IDLE_WRITE") == "1" && text != string(doc) {
+		if err := os.WriteFile(docPath, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
