@@ -413,25 +413,45 @@ func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, refuse
 		"scan_file_ids": ids, "scan_keys": keys, "scan_sizes": sizes, "scan_sha256s": sums,
 		"scan_filenames": names, "scan_mimetypes": types})
 	b.Queue(`
-		INSERT INTO scanned_uploads
-		    (file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
-		SELECT v.file_id, @workspace, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
-		       now(), now() + @ttl_micros::bigint * interval '1 microsecond'
-		FROM unnest(@scan_file_ids::uuid[], @scan_keys::text[], @scan_sizes::bigint[], @scan_sha256s::bytea[],
-		            @scan_filenames::text[], @scan_mimetypes::text[])
-		     AS v(file_id, s3_key, size_bytes, sha256, filename, mimetype)
-		WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+knownWorkspace+`
-		  AND `+quotaFits+` AND `+claimedAll+`
-		RETURNING file_id, created_at, expires_at`, named,
+		-- pending: what waits in @workspace, counted once in this
+		-- statement's snapshot, as queueInsert's (its comment says why the
+		-- scalar subquery): fitsPending decides on it, and the statement
+		-- returns it for the refusal (a QuotaError, not a lost claim).
+		WITH pending AS MATERIALIZED (
+		    SELECT count(*) + `+waitingScanFiles+` AS files,
+		           coalesce(sum(size_bytes), 0)::bigint + `+waitingScanBytes+` AS bytes FROM pending_uploads
+		    WHERE NOT @quota_off::boolean AND workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
+		      AND (SELECT `+callerMayAct+`)
+		), ins AS (
+		    INSERT INTO scanned_uploads
+		        (file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
+		    SELECT v.file_id, @workspace, v.s3_key, v.size_bytes, v.sha256, v.filename, v.mimetype,
+		           now(), now() + @ttl_micros::bigint * interval '1 microsecond'
+		    FROM unnest(@scan_file_ids::uuid[], @scan_keys::text[], @scan_sizes::bigint[], @scan_sha256s::bytea[],
+		                @scan_filenames::text[], @scan_mimetypes::text[])
+		         AS v(file_id, s3_key, size_bytes, sha256, filename, mimetype)
+		    WHERE (@deadline::timestamptz IS NULL OR now() <= @deadline) AND `+callerMayAct+` AND `+knownWorkspace+`
+		      AND `+fitsPending+` AND `+claimedAll+`
+		    RETURNING file_id, created_at, expires_at
+		)
+		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
+		FROM pending LEFT JOIN ins ON true`, named,
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var id uuid.UUID
-			var created, expires time.Time
-			if err := rows.Scan((*[16]byte)(&id), &created, &expires); err != nil {
+			var id *[16]byte
+			var created, expires *time.Time
+			var files, bytes int64
+			if err := rows.Scan(&id, &created, &expires, &files, &bytes); err != nil {
 				return err
 			}
-			if r := ins.recs[id]; r != nil {
-				r.CreatedAt, r.ExpiresAt = created, expires
+			if q != nil {
+				q.measured, q.pending.files, q.pending.bytes = true, files, bytes
+			}
+			if id == nil || created == nil || expires == nil {
+				continue // nothing stored: the row of pending alone
+			}
+			if r := ins.recs[uuid.UUID(*id)]; r != nil {
+				r.CreatedAt, r.ExpiresAt = *created, *expires
 				ins.n++
 			}
 		}

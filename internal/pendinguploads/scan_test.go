@@ -285,6 +285,35 @@ func TestQuotaCountsFilesUnderScan(t *testing.T) {
 	}
 }
 
+// TestScannedCommitOverTheQuota: a commit whose files no longer fit,
+// because a file staged since its presign waits for its scan, is refused
+// with the QuotaError the storing statement counted (413), not as a lost
+// claim (500), and stores nothing.
+func TestScannedCommitOverTheQuota(t *testing.T) {
+	ctx := context.Background()
+	s, _, _, _ := openScanned(t)
+	s.MaxPendingFiles = 1
+	ws := uuid.New()
+	data := []byte("presigned while nothing waited")
+	puts, err := s.Presign(ctx, auth.AdminIdentity(), ws, []pendinguploads.Declared{{Filename: "put.bin", Size: int64(len(data))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putPresigned(t, puts[0], data)
+	if _, err := stageOne(ctx, s, ws, []byte("staged since"), "since.txt", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Commit(ctx, auth.AdminIdentity(), ws, []uuid.UUID{puts[0].UploadID})
+	var qe *pendinguploads.QuotaError
+	if !errors.As(err, &qe) || qe.Quota != "pending_files" || qe.Pending != 1 {
+		t.Fatalf("commit over the quota: got %v, want a QuotaError pending_files with 1 pending", err)
+	}
+	waiting, err := s.WaitingScans(ctx, 10)
+	if err != nil || len(waiting) != 1 {
+		t.Fatalf("waiting: %+v, %v; want the staged file alone", waiting, err)
+	}
+}
+
 // TestSweepDeletesExpiredScans: a file whose scan never answered goes
 // with its object once expired.
 func TestSweepDeletesExpiredScans(t *testing.T) {
