@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +36,8 @@ func scanStates(t *testing.T, res result) []wire.FileScan {
 // uploaded with, reads each file's state: pending while the workspace's
 // list does not show it, blocked with threats_found once the scan found
 // malware, clean once delivered; not_found for another workspace's file
-// (asked with another workspace's token) and for an unknown one; no
+// (asked with another workspace's token, or the admin's, on its path),
+// answered exactly as an unknown one; no
 // credential is 401, a bad file_id 400; a server that does not scan
 // answers clean.
 func TestScanRoute(t *testing.T) {
@@ -73,9 +76,21 @@ func TestScanRoute(t *testing.T) {
 		t.Fatalf("the threat's name told to the sender: %s", b)
 	}
 
-	// Another workspace asks about ws's file, on its own path: not_found.
+	// Another workspace asks about ws's file, on its own path: not_found,
+	// the very answer of a file that is nowhere (but for the id asked),
+	// with its own token and with the admin's.
 	if got := scanStates(t, get(t, scanURL(srv, other.String(), bad), otherToken)); got[0].State != wire.ScanNotFound {
 		t.Fatalf("another workspace's file: got %+v", got)
+	}
+	for _, tok := range []string{otherToken, srv.AdminToken} {
+		theirs, none := get(t, scanURL(srv, other.String(), bad), tok), get(t, scanURL(srv, other.String(), unknown), tok)
+		theirs.header.Del("Date")
+		none.header.Del("Date")
+		if theirs.status != none.status || strings.ReplaceAll(string(theirs.body), bad, unknown) != string(none.body) ||
+			!maps.EqualFunc(theirs.header, none.header, slices.Equal) {
+			t.Fatalf("another workspace's file: %d %v %s; a file that is nowhere: %d %v %s",
+				theirs.status, theirs.header, theirs.body, none.status, none.header, none.body)
+		}
 	}
 	// Its token on ws's path: refused.
 	wantError(t, get(t, scanURL(srv, ws.String(), bad), otherToken), http.StatusUnauthorized, "invalid workspace auth token", nil)
