@@ -50,7 +50,8 @@ const (
 	ScanBlocked = "pending_uploads_scan_blocked"
 	// ScanHeld counts files held for an operator: a scan that could not
 	// decide, or never answered within SCAN_TIMEOUT, under the hold policy.
-	// Its alarm fires on any.
+	// Its alarm fires on any. (The scan's alarms on these two are
+	// Monitoring=full's, which emits every metric.)
 	ScanHeld = "pending_uploads_scan_held"
 )
 
@@ -58,7 +59,7 @@ const (
 var Names = []string{
 	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
 	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
-	UnanchoredOrgToken, SweepUnfinished,
+	UnanchoredOrgToken, SweepUnfinished, ScanClean, ScanBlocked, ScanHeld,
 }
 
 // Outcome is the dimension of Swept that says why rows went, and of
