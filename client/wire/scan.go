@@ -2,8 +2,9 @@ package wire
 
 import "github.com/google/uuid"
 
-// A file's malware scan state, as the scan route answers it (API.md,
-// "Has my file been scanned?"; docs/scanning.md on the server).
+// A file's malware scan state, as the scan route answers it (docs/API.md,
+// GET /workspaces/{workspaceId}/chat/uploads/scan; docs/scanning.md on
+// the server).
 const (
 	// ScanPending: the scan has not answered; the workspace does not see
 	// the file yet.
