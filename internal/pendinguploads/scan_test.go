@@ -340,6 +340,36 @@ func TestSweepDeletesExpiredScans(t *testing.T) {
 	}
 }
 
+// TestSweepOfScansStopsAndResumes: the expired scans' pass is bounded as
+// the sweep's others are: past MaxSweepBatches it stops, says unfinished,
+// and the next sweep resumes where rows are left.
+func TestSweepOfScansStopsAndResumes(t *testing.T) {
+	ctx := context.Background()
+	s, pool, _, _ := openScanned(t)
+	s.SweepBatch, s.MaxSweepBatches = 1, 1
+	ws := uuid.New()
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if _, err := stageOne(ctx, s, ws, []byte(name), name, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, pool, `UPDATE scanned_uploads SET expires_at = now() - interval '1 second'`)
+	res, err := s.Sweep(ctx, time.Hour)
+	if err != nil || res.Expired != 1 || !res.Unfinished {
+		t.Fatalf("first sweep: got %+v, %v; want 1 expired, unfinished", res, err)
+	}
+	if n := countRows(t, pool, "scanned_uploads"); n != 1 {
+		t.Fatalf("scanned rows after the first sweep: %d, want 1", n)
+	}
+	s.MaxSweepBatches = 10
+	if res, err := s.Sweep(ctx, time.Hour); err != nil || res.Expired != 1 || res.Unfinished {
+		t.Fatalf("second sweep: got %+v, %v; want the other, finished", res, err)
+	}
+	if n := countRows(t, pool, "scanned_uploads"); n != 0 {
+		t.Fatalf("scanned rows after the second sweep: %d", n)
+	}
+}
+
 // TestScannedCommit: on a scanned deployment a commit of presigned
 // uploads stages its file for the scan (not listed, no hint), the object
 // the scanner reads is the committed one under objects/ (the staging
