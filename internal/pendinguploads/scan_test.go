@@ -370,6 +370,22 @@ func TestSweepOfScansStopsAndResumes(t *testing.T) {
 	}
 }
 
+// TestScannedStageRefusesAnUnknownWorkspace: on a standalone database
+// that refuses unknown workspaces, a scanned deployment's stage for a
+// workspace no token was made for is ErrUnknownWorkspace (404), as an
+// unscanned one's: nothing waits for a scan.
+func TestScannedStageRefusesAnUnknownWorkspace(t *testing.T) {
+	ctx := context.Background()
+	s, pool, _, _ := openScanned(t)
+	s.RefuseUnknownWorkspaces = true
+	if _, err := stageOne(ctx, s, uuid.New(), []byte("nobody's"), "x.txt", ""); !errors.Is(err, pendinguploads.ErrUnknownWorkspace) {
+		t.Fatalf("stage for an unknown workspace: got %v, want ErrUnknownWorkspace", err)
+	}
+	if n := countRows(t, pool, "scanned_uploads"); n != 0 {
+		t.Fatalf("scanned rows after the refusal: %d", n)
+	}
+}
+
 // TestScannedCommit: on a scanned deployment a commit of presigned
 // uploads stages its file for the scan (not listed, no hint), the object
 // the scanner reads is the committed one under objects/ (the staging
