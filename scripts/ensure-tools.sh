@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the real parts the tests use are on this machine: PostgreSQL's
-# server binaries, PgBouncer, python3-httpx, Chromium, node and npm (Debian
-# packages),
+# server binaries, PgBouncer, python3-httpx, clamd (clamav-daemon), Chromium,
+# node and npm (Debian packages),
 # moto and cfn-lint (pip), and playwright-core (npm ci in clients/js, never
 # a browser download). Prints what it uses.
 #
@@ -29,12 +29,17 @@ have_pgbouncer() { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgboun
 # The content test that fetches as the platform's workspace runtime does
 # (Python httpx, internal/httpapi TestHTTPXRuntimeGetsTheBytes).
 have_httpx() { "$PYTHON" -c 'import httpx' >/dev/null 2>&1; }
+# Malware scanning's tests and make run MALWARE_SCAN=clamav
+# (internal/scanresult): Debian's clamav-daemon, whose clamd the tests
+# start themselves with the repository's signatures (no download).
+have_clamd() { command -v clamd >/dev/null 2>&1 || [ -x /usr/sbin/clamd ]; }
 
 # The Debian packages missing, in one list.
 pkgs=""
 have_pg || pkgs="$pkgs postgresql"
 have_pgbouncer || pkgs="$pkgs pgbouncer"
 have_httpx || pkgs="$pkgs python3-httpx"
+have_clamd || pkgs="$pkgs clamav-daemon"
 # The browser client's test (clients/js/browsertest): Debian's Chromium,
 # node and npm.
 [ -x "$CHROMIUM" ] || pkgs="$pkgs chromium"
@@ -59,11 +64,17 @@ if [ -n "$pkgs" ]; then
   case " $pkgs " in *" postgresql "*) $SUDO service postgresql stop >/dev/null 2>&1 || true ;; esac
   # Debian's package may start a pgbouncer of its own; the tests start theirs.
   case " $pkgs " in *" pgbouncer "*) $SUDO service pgbouncer stop >/dev/null 2>&1 || true ;; esac
+  # Debian's clamav-daemon may start its clamd and freshclam (a download); the tests start their clamd.
+  case " $pkgs " in *" clamav-daemon "*)
+    $SUDO service clamav-daemon stop >/dev/null 2>&1 || true
+    $SUDO service clamav-freshclam stop >/dev/null 2>&1 || true ;;
+  esac
 fi
 have_pg || { echo "ensure-tools: no initdb (Debian package postgresql)" >&2; exit 1; }
 have_pgbouncer || { echo "ensure-tools: no pgbouncer (Debian package pgbouncer)" >&2; exit 1; }
 pgbouncer_bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 have_httpx || { echo "ensure-tools: $PYTHON cannot import httpx (Debian package python3-httpx)" >&2; exit 1; }
+have_clamd || { echo "ensure-tools: no clamd (Debian package clamav-daemon)" >&2; exit 1; }
 # Without Chromium or node the browser test says what is missing (and
 # fails under CI=true): not fatal here.
 [ -x "$CHROMIUM" ] || echo "ensure-tools: no $CHROMIUM; the browser test will say so" >&2

@@ -61,7 +61,10 @@ export interface UploadProgress {
  * SHA-256 is not the file's, or the bucket refused a part's bytes for
  * their checksum; "bad_response", a 2xx answer not as the API says;
  * "quota_exceeded", the service's 409: the workspace's quota on what
- * waits (body names the quota, limit, pending and adding).
+ * waits (body names the quota, limit, pending and adding); "blocked", a
+ * malware scan found a threat in a file, never delivered (whenScanned;
+ * body.files the states); "held", the server holds a file its scan could
+ * not decide, for an administrator.
  */
 export type PendingUploadsErrorCode =
   | "http"
@@ -73,7 +76,9 @@ export type PendingUploadsErrorCode =
   | "too_large"
   | "digest_mismatch"
   | "bad_response"
-  | "quota_exceeded";
+  | "quota_exceeded"
+  | "blocked"
+  | "held";
 
 /**
  * Every failure of the module. message is a sentence a person can read as
@@ -267,6 +272,45 @@ export declare function ack(
   fileId: string,
   options?: RequestOptions,
 ): Promise<{ acked: boolean; raced?: boolean }>;
+
+/** One file's malware scan state (docs/API.md, the scan route). */
+export interface FileScan {
+  file_id: string;
+  state: "pending" | "clean" | "blocked" | "held" | "not_found";
+  /** Why blocked or held, or why delivered without a clean scan (the server's policy). */
+  reason?: "threats_found" | "unsupported" | "access_denied" | "failed" | "timeout";
+}
+
+/** The state of each file (IDs, or staged files; 1 to 64), in the order asked. */
+export declare function scanStates(
+  api: string,
+  token: string | null,
+  workspaceId: string,
+  files: Array<string | Pick<StagedFile, "file_id">>,
+  options?: Pick<RequestOptions, "signal" | "headers" | "credentials" | "attempts">,
+): Promise<FileScan[]>;
+
+export interface ScanWaitOptions extends Pick<RequestOptions, "signal" | "headers" | "credentials" | "attempts"> {
+  /** How often to ask (default 1000 ms, at least 200). */
+  intervalMs?: number;
+  /** How long to wait at most (default 16 minutes). */
+  waitMs?: number;
+}
+
+/**
+ * Waits until no file is pending its malware scan; resolves with the
+ * states once every file is delivered, rejects with code "blocked"
+ * (malware found), "held" (kept for an administrator) or "timeout", the
+ * message a sentence naming the files. A server that does not scan
+ * answers at once.
+ */
+export declare function whenScanned(
+  api: string,
+  token: string | null,
+  workspaceId: string,
+  files: Array<string | Pick<StagedFile, "file_id" | "name">>,
+  options?: ScanWaitOptions,
+): Promise<FileScan[]>;
 
 /** A file of the service that an attachment URI names. */
 export interface PendingFileRef {

@@ -19,6 +19,8 @@
 //   upload.js     uploadFiles: which file goes how, in which order
 //   download.js   downloadFile, openFile (a download link, the browser's
 //                 download manager) and ack
+//   scan.js       scanStates, whenScanned: a file's malware scan, the
+//                 sender's side
 //   attachment.js pendingFile: an attachment URI of the service read
 
 export { PendingUploadsError } from "./errors.js";
@@ -26,4 +28,5 @@ export { DEFAULT_LIMITS, getLimits } from "./limits.js";
 export { localResumeStore } from "./parts.js";
 export { uploadFiles } from "./upload.js";
 export { downloadFile, openFile, ack } from "./download.js";
+export { scanStates, whenScanned } from "./scan.js";
 export { pendingFile } from "./attachment.js";

@@ -188,6 +188,9 @@ func (d *devRun) startDependencies(ctx context.Context) error {
 		}
 		d.onStop(stop)
 	}
+	if err := d.startClamd(ctx); err != nil {
+		return err
+	}
 	d.adminTk = d.lookup("ADMIN_TOKEN")
 	if d.adminTk == "" && d.lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
 		if d.adminTk, d.st.adminKept, err = keptAdminToken(d.st.localDir); err != nil {
@@ -283,6 +286,9 @@ func (d *devRun) serveUntilDone(ctx context.Context, a *app.App, cfg config.Conf
 	}
 	d.onStop(stopPush)
 
+	if err := d.scanLoop(ctx, a, cfg); err != nil {
+		return 1, err
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -328,11 +334,12 @@ type started struct {
 	earlier   earlier
 }
 
-// localS3Wanted reads LOCAL_S3.
+// localS3Wanted reads LOCAL_S3; unset, MALWARE_SCAN=clamav without a
+// bucket of the person's own wants one too (the scanner reads objects).
 func localS3Wanted(getenv func(string) string) (bool, error) {
 	v := getenv("LOCAL_S3")
 	if v == "" {
-		return false, nil
+		return getenv("MALWARE_SCAN") == config.ScanClamAV && getenv("CONTENT_BUCKET") == "" && getenv("S3_ENDPOINT") == "", nil
 	}
 	on, err := strconv.ParseBool(v)
 	if err != nil {

@@ -298,6 +298,7 @@ func StoreSettings(cfg config.Config) pendinguploads.Settings {
 		MaxPendingFiles:         cfg.WorkspaceMaxPendingFiles,
 		RefuseUnknownWorkspaces: !cfg.AcceptUnknownWorkspaces,
 		RequestTimeout:          cfg.RequestTimeout,
+		Scanned:                 cfg.Scan.On(),
 
 		AcceptUnanchoredOrgTokens: cfg.AcceptUnanchoredOrgTokens,
 		ActivityRetention:         cfg.ActivityRetention,

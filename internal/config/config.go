@@ -117,6 +117,9 @@ type Config struct {
 	// paths): a cookie-authenticated request must come from it or from a
 	// CORS origin.
 	PublicOrigin string
+
+	// Scan is malware scanning before delivery (MALWARE_SCAN, scan.go).
+	Scan Scan
 }
 
 // DBEndpoint is where the database of DB_SECRET_ARN is, when the secret
@@ -249,6 +252,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c.readDatabase(getenv, &errs)
 	c.readDurations(getenv, &errs)
 	c.readOrigins(getenv, &errs)
+	c.readScan(getenv, &errs)
 	errs.add(c.readMetrics(getenv))
 	errs.add(c.checkSessions())
 	c.checkNeeds(need, &errs)

@@ -89,6 +89,7 @@ var freeAtRest = map[string]string{
 	"AWS::EC2::SubnetRouteTableAssociation":    "the VPC's parts are free",
 	"AWS::EC2::VPC":                            "the VPC's parts are free",
 	"AWS::Events::Rule":                        "a schedule is free; what it runs is priced as the sweep's runs",
+	"AWS::GuardDuty::MalwareProtectionPlan":    "GuardDuty bills per object scanned and per GB scanned: none at rest",
 	"AWS::IAM::ManagedPolicy":                  "IAM is free",
 	"AWS::IAM::Role":                           "IAM is free",
 	"AWS::IoT::Authorizer":                     "IoT Core bills per connection-minute, message and authorization",

@@ -359,6 +359,21 @@ func (s *fakeStore) Ack(ctx context.Context, id *auth.Identity, ws, fileID uuid.
 	return pendinguploads.Acked, nil
 }
 
+// ScanStates: the fake does not scan; every file of ws it holds is clean.
+func (s *fakeStore) ScanStates(ctx context.Context, id *auth.Identity, ws uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]pendinguploads.FileScan, error) {
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, "ScanStates", id, &ws); err != nil {
+		return nil, err
+	}
+	out := map[uuid.UUID]pendinguploads.FileScan{}
+	for _, id := range ids {
+		if f, err := s.file(ws, id); err == nil {
+			out[id] = pendinguploads.FileScan{FileID: f.rec.FileID, State: pendinguploads.ScanClean}
+		}
+	}
+	return out, nil
+}
+
 func (s *fakeStore) HasBucket() bool { return s.bucket }
 func (s *fakeStore) FileCap() int64  { return s.fileCap }
 

@@ -48,6 +48,9 @@ var (
 		// no answer of the route, may send it on as a Referer.
 		http.Header{"Referrer-Policy": {"no-referrer"}}}
 	AckRoute = Route{"POST", "/workspaces/{workspaceId}/pending-uploads/{fileId}/ack", "ack", (*API).ack, false, nil, nil}
+	// ScanRoute tells the sender each file's malware scan state: served
+	// by the upload function, to whom it serves.
+	ScanRoute = Route{"GET", "/workspaces/{workspaceId}/chat/uploads/scan", "upload", (*API).scan, false, []string{"file_id"}, nil}
 	// LimitsRoute is public (no token), served by the list function.
 	LimitsRoute = Route{"GET", "/uploads/limits", "list", (*API).limits, true, nil, nil}
 )
@@ -55,7 +58,7 @@ var (
 // Routes is the whole HTTP API, in the order of API.md: the one table the
 // functions, the dev server, and the tests of openapi.yaml and
 // template.yaml read.
-var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ListRoute, ContentRoute, LinkRoute, DownloadRoute, AckRoute, LimitsRoute}
+var Routes = []Route{UploadRoute, PresignRoute, ResumeRoute, AbortRoute, ScanRoute, ListRoute, ContentRoute, LinkRoute, DownloadRoute, AckRoute, LimitsRoute}
 
 // RoutesOf returns the routes of Routes that function (a directory under
 // functions/) serves, in the table's order: what its main hands to

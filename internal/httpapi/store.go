@@ -46,6 +46,8 @@ type Store interface {
 	SignGet(ctx context.Context, f pendinguploads.Fetched, disposition, contentType string) (url string, ok bool, err error)
 	// Ack marks a file acked (POST …/ack).
 	Ack(ctx context.Context, id *auth.Identity, workspaceID, fileID uuid.UUID) (pendinguploads.AckResult, error)
+	// ScanStates is each file's malware scan state (GET …/chat/uploads/scan).
+	ScanStates(ctx context.Context, id *auth.Identity, workspaceID uuid.UUID, fileIDs []uuid.UUID) (map[uuid.UUID]pendinguploads.FileScan, error)
 	// Verify looks a bearer up before a refusal no store call checked
 	// (verifyBeforeRefusal).
 	Verify(ctx context.Context, id *auth.Identity, ws *uuid.UUID) error

@@ -42,13 +42,24 @@ const (
 	// BacklogOldestAge is the age of the oldest waiting file, in Seconds
 	// (0 when none waits).
 	BacklogOldestAge = "pending_uploads_backlog_oldest_age_seconds"
+	// ScanClean counts files a malware scan's result delivered (the
+	// scanresult function; docs/scanning.md).
+	ScanClean = "pending_uploads_scan_clean"
+	// ScanBlocked counts files a scan found infected: never delivered,
+	// their bytes deleted. Its alarm fires on any.
+	ScanBlocked = "pending_uploads_scan_blocked"
+	// ScanHeld counts files held for an operator: a scan that could not
+	// decide, or never answered within SCAN_TIMEOUT, under the hold policy.
+	// Its alarm fires on any. (The scan's alarms on these two are
+	// Monitoring=full's, which emits every metric.)
+	ScanHeld = "pending_uploads_scan_held"
 )
 
 // Names are every metric name above: the values METRICS may list.
 var Names = []string{
 	Swept, Staged, StagedBytes, Fetched, Acked, QuotaRefused,
 	WorkspaceMaxPendingBytes, WorkspaceMaxPendingFiles, BacklogFiles, BacklogBytes, BacklogOldestAge,
-	UnanchoredOrgToken, SweepUnfinished,
+	UnanchoredOrgToken, SweepUnfinished, ScanClean, ScanBlocked, ScanHeld,
 }
 
 // Outcome is the dimension of Swept that says why rows went, and of

@@ -29,6 +29,12 @@ var scheduleOnly = map[string]string{
 	"ExpireBucketFiles":   "expires the files of a dev server's earlier local bucket",
 	"Recount":             "recounts a workspace's running total, for the operator (pendingctl recount)",
 	"RecountAll":          "walks the workspaces to recount, for the operator (pendingctl recount --all)",
+	"decideDeliver":       "delivers the file a malware scan's result names by its object key: the scanner's event, no caller",
+	"decideRefuse":        "blocks or holds the file a malware scan's result names by its object key",
+	"DecideOverdue":       "applies the scan policy to files whose scan never answered, by age",
+	"HeldScans":           "lists the files held for an operator, on every workspace (pendingctl, the metric)",
+	"sweepScanned":        "deletes expired rows of files held back for a scan, and their objects",
+	"WaitingScans":        "lists the objects still to scan, for a scanner the bucket does not trigger (the dev server's clamd)",
 }
 
 // sqlMethods are the calls that send a statement, and which argument is

@@ -275,7 +275,12 @@ func (s *Store) committedFiles(ctx context.Context, a *access, workspaceID uuid.
 	b.Queue(`
 		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, coalesce(s3_key, '')
 		FROM pending_uploads
-		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+a.callerMayAct,
+		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+a.callerMayAct+`
+		UNION ALL -- the files of a scanned deployment, waiting or decided (scan.go); a delivered one is in both
+		SELECT file_id, workspace_id, filename, mimetype, size_bytes, sha256, s3_key
+		FROM scanned_uploads s
+		WHERE file_id = ANY(@file_ids::uuid[]) AND workspace_id = @workspace AND `+a.callerMayAct+`
+		  AND NOT EXISTS (SELECT 1 FROM pending_uploads p WHERE p.file_id = s.file_id AND p.workspace_id = @workspace)`,
 		pgx.StrictNamedArgs{"file_ids": uuidArray(fileIDs)},
 	).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -423,7 +428,7 @@ func (s *Store) queueClaimAndInsert(ctx context.Context, b *pgx.Batch, a *access
 		  AND p.workspace_id = @workspace AND `+a.callerMayAct+` AND `+knownWorkspace+` AND `+quotaFits,
 		q.args(pgx.StrictNamedArgs{"upload_ids": uuidArray(ids), "file_ids": uuidArray(fileIDs), "deadline": deadlineOf(ctx),
 			"refuse_unknown": s.RefuseUnknownWorkspaces}))
-	return queueInsert(ctx, b, a.callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, make([][]byte, len(recs)), uuidArray(ids), q)
+	return s.queueFiles(ctx, b, a.callerMayAct, recs, make([][]byte, len(recs)), uuidArray(ids), q)
 }
 
 // claimedAll is the condition, named where the INSERT of files uses it

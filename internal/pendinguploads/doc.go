@@ -36,8 +36,9 @@
 // caller: workspace_id = @workspace AND callerMayAct (an INSERT writes
 // @workspace as the rows' workspace_id); callermayact_test.go holds every
 // statement to it, read by Postgres's own parser. Open and SignGet read only a file that
-// Fetch found (Fetched). Only the sweep's statements act without a
-// caller, for the schedule.
+// Fetch found (Fetched). Only the sweep's statements, and those applying
+// a malware scan's verdict (scan.go: the scanner's, by object key), act
+// without a caller, for the schedule or the scanner.
 //
 // Where to look, every file: store.go (Store, New, its Settings), record.go (Record: a file without its bytes),
 // bucket.go (Bucket: what the Store needs of S3), access.go (who may
@@ -52,7 +53,9 @@
 // Open, SignGet), list.go (List and its Cursor), ack.go (Ack), sweep.go
 // (Sweep, and the objects of rows that never committed), totals.go (the
 // quota's running totals: what keeps them, Recount), backlog.go
-// (Backlog: the sweep's metrics), notify.go (the Notifier told of files
+// (Backlog: the sweep's metrics), scan.go (a scanned deployment's files
+// held back until their malware scan's verdict: Decide, DecideOverdue,
+// HeldScans, ScanStates; docs/scanning.md), notify.go (the Notifier told of files
 // once stored: push's hints), helpers.go (small pure helpers),
 // errors.go (the errors, and which of them mean a dependency is
 // unavailable).

@@ -25,11 +25,11 @@ import (
 // to it, TestNoStatementOnFilesElsewhere the rest of the repository.
 
 // filesTables are the tables of a workspace's files.
-var filesTables = map[string]bool{"pending_uploads": true, "presigned_uploads": true}
+var filesTables = map[string]bool{"pending_uploads": true, "presigned_uploads": true, "scanned_uploads": true}
 
 // filesWord finds a mention of those tables in any text: what a stray
 // piece of SQL, or a statement the checker did not see, would hold.
-var filesWord = regexp.MustCompile(`\b(pending_uploads|presigned_uploads)\b`)
+var filesWord = regexp.MustCompile(`\b(pending_uploads|presigned_uploads|scanned_uploads)\b`)
 
 // callerMayActSQL stands, in a statement the checker reads, for the
 // condition callerMayAct (tokenSchema.mayActSQL): a call the checker

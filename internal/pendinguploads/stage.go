@@ -77,7 +77,7 @@ func (s *Store) Stage(ctx context.Context, id *auth.Identity, workspaceID uuid.U
 	}
 	err = s.finish(ctx, a, q, recs, func(b *pgx.Batch) *inserted {
 		q.queue(b, a, true)
-		return queueInsert(ctx, b, a.callerMayAct, s.RefuseUnknownWorkspaces, s.TTL, recs, contents, nil, q)
+		return s.queueFiles(ctx, b, a.callerMayAct, recs, contents, nil, q)
 	})
 	if err != nil {
 		return nil, s.unknownWorkspace(ctx, a, err)
@@ -144,6 +144,9 @@ func (s *Store) newRecords(workspaceID uuid.UUID, files []File) (recs []Record, 
 
 // inlineMax is the largest file kept in its row.
 func (s *Store) inlineMax() int64 {
+	if s.Scanned {
+		return 0 // the scanner reads objects: every file goes to the bucket
+	}
 	if s.bucket == nil {
 		return s.MaxFileBytes
 	}
@@ -299,18 +302,36 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 // expires_at) <= (@workspace, now()) would pin the first index, but a
 // B-tree ends such a scan only at the workspace's last entry: every
 // pending row read again.)
+//
+// Files under a malware scan (scan.go) count too: waitingScanFiles and
+// waitingScanBytes add those of scanned_uploads still pending or held,
+// from idx_scanned_uploads_workspace_waiting (what waits for a verdict,
+// not what waits for the workspace).
 const (
-	pendingFiles = `greatest(coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+	pendingFiles = `(greatest(coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
 		    - (SELECT count(*) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)`
-	pendingBytes = `greatest(coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0) + ` + waitingScanFiles + `)`
+	pendingBytes = `(greatest(coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
 		    - (SELECT coalesce(sum(size_bytes), 0) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)::bigint`
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)::bigint + ` + waitingScanBytes + `)`
 )
 
 // pendingCount is the early check's count (quota.queue without the
 // lock): one row, (0, 0) for a caller not allowed.
 const pendingCount = `coalesce(max(` + pendingFiles + `), 0)::bigint, coalesce(max(` + pendingBytes + `), 0)::bigint`
+
+// waitingScanFiles and waitingScanBytes are the count and size of the
+// files of @workspace that wait for a malware scan's verdict (pending,
+// or held for an operator) and have not expired: scalar subqueries,
+// which the quota's counts add to pending_uploads' (pendingCount,
+// quotaFits, queueInsert's pending). Each sits inside a level that names
+// callerMayAct; a deployment that does not scan has no such rows.
+const (
+	waitingScanFiles = `(SELECT count(*) FROM scanned_uploads
+		WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now())`
+	waitingScanBytes = `(SELECT coalesce(sum(size_bytes), 0)::bigint FROM scanned_uploads
+		WHERE workspace_id = @workspace AND state IN ('pending', 'held') AND expires_at > now())`
+)
 
 // fitsPending is quotaFits over the count of the statement that stores
 // (queueInsert's pending).
@@ -500,7 +521,9 @@ func (s *Store) finish(ctx context.Context, a *access, q *quota, recs []Record, 
 	}
 	switch ins.n {
 	case len(recs):
-		s.notify(ctx, a.ws, recs)
+		if !s.Scanned { // a scanned file is announced by its verdict (Decide)
+			s.notify(ctx, a.ws, recs)
+		}
 		return nil
 	case 0:
 		s.discard(ctx, recs)

@@ -66,6 +66,11 @@ type Settings struct {
 	// (REQUEST_TIMEOUT). Commit alone applies it itself, grown by the
 	// bytes it copies (CommitTimeout); 0 leaves Commit to ctx's deadline.
 	RequestTimeout time.Duration
+	// Scanned holds every new file back until a malware scan's verdict
+	// (MALWARE_SCAN; scan.go): its bytes all go to the bucket, small
+	// files too, and it waits in scanned_uploads until Decide delivers it.
+	// It needs a bucket.
+	Scanned bool
 	// AcceptUnanchoredOrgTokens (ACCEPT_UNANCHORED_ORG_TOKENS) lets an org
 	// token without an anchor workspace (org_api_tokens.org_id NULL:
 	// never set, or its anchor deleted) act on every workspace, the

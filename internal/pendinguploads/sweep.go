@@ -69,7 +69,11 @@ func (s *Store) Sweep(ctx context.Context, ackRetention time.Duration) (SweepRes
 	// objects go by the bucket's lifecycle rule.
 	_, errPresigned = s.sweepPresigned(ctx)
 	res.Orphans, errOrphans = s.sweepOrphans(ctx)
-	return res, errors.Join(errAcked, errExpired, errActivity, errPresigned, errOrphans)
+	// Files held back for a scan and expired: counted with the expired.
+	scanned, cutScanned, errScanned := s.sweepScanned(ctx)
+	res.Expired += scanned
+	res.Unfinished = res.Unfinished || cutScanned
+	return res, errors.Join(errAcked, errExpired, errActivity, errPresigned, errOrphans, errScanned)
 }
 
 // activityOurs is the activity_logs table's mark when migrations created
