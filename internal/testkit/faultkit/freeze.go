@@ -193,6 +193,10 @@ func CheckUnavailable(b []byte) string {
 	switch e.Error {
 	case "storage unavailable, retry shortly":
 		return ""
+	case "workspace busy, retry shortly":
+		// An upload behind another of its workspace in the process, which
+		// waits on the frozen dependency: its turn did not come in time.
+		return ""
 	}
 	return fmt.Sprintf("error %q", e.Error)
 }
