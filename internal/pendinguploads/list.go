@@ -92,13 +92,21 @@ func (s *Store) List(ctx context.Context, id *auth.Identity, workspaceID uuid.UU
 	// The page starts at its first unexpired row, found in the index
 	// alone (an Index Only Scan of idx_pending_uploads_workspace_page,
 	// which carries expires_at): rows past expires_at that the sweep has
-	// not reached yet come first in this order (they were staged first),
-	// and are passed over there, one index entry each, without a table
-	// read. The page's rows are then read from that row on.
+	// not reached yet come first in this order (they were staged first).
+	// The range starts at now() less the longest time to live of the
+	// workspace's rows (its total's max_ttl): every live row was created
+	// after it, and a row staged with the same TTL that expired was not,
+	// so the expired rows are outside the range, not passed over one index
+	// entry each. Rows of a shorter TTL inside it are passed over in the
+	// index, without a table read. The page's rows are then read from
+	// that row on.
 	b.Queue(`SELECT p.file_id, p.workspace_id, p.filename, p.mimetype, p.size_bytes, p.sha256,
 		       p.created_at, p.fetched_at, p.expires_at
 		FROM (SELECT created_at, file_id FROM pending_uploads
-		      WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now() AND `+a.callerMayAct+andEach(page)+`
+		      WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at > now()
+		        AND created_at > now() - coalesce((SELECT t.max_ttl FROM pending_upload_totals t WHERE t.workspace_id = @workspace),
+		                                          interval '100 years')
+		        AND `+a.callerMayAct+andEach(page)+`
 		      ORDER BY created_at, file_id LIMIT 1) AS first
 		CROSS JOIN LATERAL (
 		    SELECT * FROM pending_uploads p

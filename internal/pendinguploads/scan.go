@@ -171,7 +171,7 @@ func (s *Store) decideDeliver(ctx context.Context, args pgx.NamedArgs, d *ScanDe
 		        (file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
 		    SELECT file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at FROM s
 		    ON CONFLICT (file_id) DO NOTHING
-		    RETURNING file_id, filename, mimetype, size_bytes
+		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
 		), activity AS (
 		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
 		    SELECT @workspace, 'a2a_receive', 'chat_upload_receive', @workspace, 'chat_upload_receive: ' || filename, 'ok',
@@ -182,9 +182,10 @@ func (s *Store) decideDeliver(ctx context.Context, args pgx.NamedArgs, d *ScanDe
 		    -- The workspace's running total (pending_upload_totals), in the
 		    -- statement that delivers: the file now waits for the
 		    -- workspace, as queueInsert's do.
-		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes)
-		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0) FROM ins HAVING count(*) > 0
-		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes
+		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes, max_ttl)
+		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0), max(expires_at - created_at) FROM ins HAVING count(*) > 0
+		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes,
+		        max_ttl = greatest(t.max_ttl, excluded.max_ttl)
 		)
 		SELECT (SELECT count(*) FROM ins)::int,
 		       (SELECT state FROM scanned_uploads WHERE file_id = @file_id AND workspace_id = @workspace),

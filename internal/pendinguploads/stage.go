@@ -438,9 +438,11 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseU
 		), total AS (
 		    -- The workspace's running total, in the statement that stores:
 		    -- its rows and their count commit together, or neither does.
-		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes)
-		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0) FROM ins HAVING count(*) > 0
-		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes
+		    -- max_ttl only grows: the list's lower bound on created_at.
+		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes, max_ttl)
+		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0), max(expires_at - created_at) FROM ins HAVING count(*) > 0
+		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes,
+		        max_ttl = greatest(t.max_ttl, excluded.max_ttl)
 		)
 		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
 		FROM pending LEFT JOIN ins ON true`, named,

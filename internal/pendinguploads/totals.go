@@ -46,8 +46,9 @@ func (s *Store) Recount(ctx context.Context, workspaceID uuid.UUID) (was, now To
 			return err
 		}
 		return tx.QueryRow(ctx, `
-			UPDATE pending_upload_totals t SET files = c.files, bytes = c.bytes
-			FROM (SELECT count(*) AS files, coalesce(sum(size_bytes), 0)::bigint AS bytes FROM pending_uploads
+			UPDATE pending_upload_totals t SET files = c.files, bytes = c.bytes, max_ttl = c.max_ttl
+			FROM (SELECT count(*) AS files, coalesce(sum(size_bytes), 0)::bigint AS bytes,
+			             max(expires_at - created_at) AS max_ttl FROM pending_uploads
 			      WHERE workspace_id = $1 AND acked_at IS NULL) c
 			WHERE t.workspace_id = $1
 			RETURNING t.files, t.bytes`, workspaceID).Scan(&now.Files, &now.Bytes)

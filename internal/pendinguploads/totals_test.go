@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -413,5 +414,50 @@ func TestQuotaCostIsFlat(t *testing.T) {
 				t.Errorf("the quota's cost grows with what waits:\n10 pending:\n%s\n2,000 pending:\n%s", text10, text2k)
 			}
 		})
+	}
+}
+
+// TestListAfterTheTTLWasLowered: the list's range starts at now() less the
+// workspace's longest time to live (its total's max_ttl), so a row staged
+// under a longer TTL than today's, still live, is listed: max_ttl only
+// grows as rows are staged, and a recount sets it from the rows.
+func TestListAfterTheTTLWasLowered(t *testing.T) {
+	ctx := context.Background()
+	admin := auth.AdminIdentity()
+	long, pool := openTotals(t, 100, false)
+	long.TTL = 48 * time.Hour
+	ws := uuid.New()
+	old, err := long.Stage(ctx, admin, ws, files("staged-under-48h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 hours on: created then, live for 18 hours more.
+	mustExec(t, pool, `UPDATE pending_uploads SET created_at = created_at - interval '30 hours',
+		expires_at = expires_at - interval '30 hours' WHERE file_id = $1`, old[0].FileID)
+	short := pendinguploads.New(pool, nil, long.Settings)
+	short.TTL = time.Hour
+	if _, err := short.Stage(ctx, admin, ws, files("staged-under-1h")); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []string {
+		t.Helper()
+		recs, _, err := short.List(ctx, admin, ws, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range recs {
+			names = append(names, r.Filename)
+		}
+		return names
+	}
+	if got := listed(); len(got) != 2 || got[0] != "staged-under-48h" {
+		t.Fatalf("listed %v after the TTL was lowered, want the 48 h file and the 1 h one", got)
+	}
+	if _, _, err := short.Recount(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); len(got) != 2 {
+		t.Fatalf("listed %v after a recount, want both files", got)
 	}
 }

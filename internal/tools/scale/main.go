@@ -365,13 +365,15 @@ func seed(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			n       int
 			expired bool
 		}{{wsSmall, 10, false}, {wsBig, bigPending, false}, {wsFull, quotaFiles, false}, {wsExpired, 10, false}, {wsExpired, expiredUnswept, true}} {
-			exp := `now() + interval '20 hours'`
+			created, exp := `now() - make_interval(secs => 3600 + g)`, `now() + interval '20 hours'`
 			if w.expired {
-				exp = `now() - make_interval(secs => g)`
+				// Expired as production's rows expire: staged with the
+				// deployment's TTL (24 h), that long before expires_at.
+				created, exp = `now() - interval '24 hours' - make_interval(secs => g)`, `now() - make_interval(secs => g)`
 			}
 			if _, err := c.Exec(ctx, `
 				INSERT INTO pending_uploads (workspace_id, content, size_bytes, filename, created_at, expires_at)
-				SELECT $1, $2::bytea, 1000, 'm' || g || '.bin', now() - make_interval(secs => 3600 + g), `+exp+`
+				SELECT $1, $2::bytea, 1000, 'm' || g || '.bin', `+created+`, `+exp+`
 				FROM generate_series(1, $3::int) g`, w.ws, bytes.Repeat([]byte("x"), 200), w.n); err != nil {
 				return err
 			}
@@ -423,9 +425,9 @@ func bulk(ctx context.Context, pool *pgxpool.Pool, insert func(*pgxpool.Conn) er
 	// (pending_upload_totals, which the quota reads) recounted, as
 	// pendingctl recount --all would.
 	if _, err := c.Exec(ctx, `
-		INSERT INTO pending_upload_totals (workspace_id, files, bytes)
-		SELECT workspace_id, count(*), sum(size_bytes) FROM pending_uploads WHERE acked_at IS NULL GROUP BY 1
-		ON CONFLICT (workspace_id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes`); err != nil {
+		INSERT INTO pending_upload_totals (workspace_id, files, bytes, max_ttl)
+		SELECT workspace_id, count(*), sum(size_bytes), max(expires_at - created_at) FROM pending_uploads WHERE acked_at IS NULL GROUP BY 1
+		ON CONFLICT (workspace_id) DO UPDATE SET files = excluded.files, bytes = excluded.bytes, max_ttl = excluded.max_ttl`); err != nil {
 		return err
 	}
 	if _, err := c.Exec(ctx, `ALTER TABLE pending_uploads ADD PRIMARY KEY (file_id)`); err != nil {

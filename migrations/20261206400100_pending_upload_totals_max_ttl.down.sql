@@ -1,0 +1,1 @@
+ALTER TABLE pending_upload_totals DROP COLUMN IF EXISTS max_ttl;
