@@ -283,4 +283,24 @@ func TestExpiredRowsAreNotRead(t *testing.T) {
 		check(t, capture.last(t, "INSERT INTO pending_uploads"), "idx_pending_uploads_workspace_pending|idx_pending_uploads_expires",
 			func(n planNode) bool { return n.ActualRows == 2000 })
 	})
+	t.Run("QuotaCountBelowTheQuota", func(t *testing.T) {
+		// Far below its quota, the workspace's total (its 2,000 expired
+		// rows included) already fits what the call adds: no expired row
+		// is read (totalFits).
+		roomy := settings
+		roomy.MaxPendingFiles = 100_000
+		s := pendinguploads.New(pool, nil, roomy)
+		rec, err := stageOne(ctx, s, ws, []byte("z"), "fits", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Explained as sent, its file_id free again.
+		mustExec(t, pool, `DELETE FROM pending_uploads WHERE file_id = $1`, rec.FileID)
+		plan, text := explainAnalyze(t, pool, capture.last(t, "INSERT INTO pending_uploads"))
+		plan.walk(func(n planNode) {
+			if regexp.MustCompile(`^(idx_pending_uploads_workspace_pending|idx_pending_uploads_expires)$`).MatchString(n.IndexName) && n.ActualRows > 0 {
+				t.Errorf("%s of %s read %v rows below the quota (the expired ones):\n%s", n.NodeType, n.IndexName, n.ActualRows, text)
+			}
+		})
+	})
 }

@@ -279,7 +279,9 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended(@workspace::text, 7226)) WHERE ` + a.callerMayAct)
 		return // the statement that stores counts (queueInsert's pending)
 	}
-	b.Queue(`SELECT ` + pendingCount + ` WHERE ` + a.callerMayAct).QueryRow(func(row pgx.Row) error {
+	args := q.args(pgx.StrictNamedArgs{})
+	delete(args, "quota_off") // a quota is on: the count names the rest (totalFits)
+	b.Queue(`SELECT `+pendingCount+` WHERE `+a.callerMayAct, args).QueryRow(func(row pgx.Row) error {
 		q.measured = true
 		return row.Scan(&q.pending.files, &q.pending.bytes)
 	})
@@ -307,13 +309,24 @@ func (q *quota) queue(b *pgx.Batch, a *access, lock bool) {
 // waitingScanBytes add those of scanned_uploads still pending or held,
 // from idx_scanned_uploads_workspace_waiting (what waits for a verdict,
 // not what waits for the workspace).
+//
+// Expired rows are counted only when they matter: while what the call
+// adds fits under the total alone (totalFits: expired rows included, so
+// the true count is no more), the total is the answer, and no expired row
+// is read; only a call that would not fit by the total reads the
+// workspace's expired rows, which may make room. So a workspace below its
+// quota pays nothing for what the sweep has not reached.
 const (
-	pendingFiles = `(greatest(coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+	totalFiles = `coalesce((SELECT t.files FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)`
+	totalBytes = `coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)`
+	totalFits  = `(` + totalFiles + ` + ` + waitingScanFiles + ` + @quota_files::bigint <= @quota_max_files::bigint
+		    AND ` + totalBytes + ` + ` + waitingScanBytes + ` + @quota_bytes::bigint <= @quota_max_bytes::bigint)`
+	pendingFiles = `(CASE WHEN ` + totalFits + ` THEN ` + totalFiles + ` ELSE greatest(` + totalFiles + `
 		    - (SELECT count(*) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0) + ` + waitingScanFiles + `)`
-	pendingBytes = `(greatest(coalesce((SELECT t.bytes FROM pending_upload_totals t WHERE t.workspace_id = @workspace), 0)
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0) END + ` + waitingScanFiles + `)`
+	pendingBytes = `(CASE WHEN ` + totalFits + ` THEN ` + totalBytes + ` ELSE greatest(` + totalBytes + `
 		    - (SELECT coalesce(sum(size_bytes), 0) FROM pending_uploads
-		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0)::bigint + ` + waitingScanBytes + `)`
+		       WHERE workspace_id = @workspace AND acked_at IS NULL AND expires_at <= now()), 0) END::bigint + ` + waitingScanBytes + `)`
 )
 
 // pendingCount is the early check's count (quota.queue without the

@@ -255,14 +255,19 @@ func (l *wsListener) release(c *websocket.Conn) {
 	l.handlers.Done()
 }
 
-// Close stops taking connections, disconnects the clients, closes the
-// connections not yet admitted and waits for every handler: mochi waits
-// for its clients right after, which must not race with a handler that
-// is only now handing it a connection.
+// Close stops taking connections, closes every connection (each client's
+// read fails, and mochi disconnects and deletes it), waits for every
+// handler, and only then has mochi close what is left of the listener's
+// clients: mochi waits for its clients right after, which must not race
+// with a handler that is only now handing it a connection. The order
+// matters: mochi v2.7.9's Clients.GetByListener (closeClients) takes the
+// clients' read lock twice (it calls Len under it), so a client's Delete
+// waiting for the write lock in between deadlocks both; once every
+// handler has returned, no Delete is left to wait (a 25-minute hang of
+// TestLimits seen once in make test).
 func (l *wsListener) Close(closeClients listeners.CloseFn) {
 	_ = l.srv.Close() // closes l.ln too
 	_ = l.ln.Close()  // in case Serve never ran
-	closeClients(l.ID())
 	l.mu.Lock()
 	l.closing = true
 	for c := range l.conns {
@@ -270,4 +275,5 @@ func (l *wsListener) Close(closeClients listeners.CloseFn) {
 	}
 	l.mu.Unlock()
 	l.handlers.Wait()
+	closeClients(l.ID())
 }
