@@ -442,27 +442,7 @@ func queueScanned(ctx context.Context, b *pgx.Batch, callerMayAct string, refuse
 		)
 		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
 		FROM pending LEFT JOIN ins ON true`, named,
-	).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id *[16]byte
-			var created, expires *time.Time
-			var files, bytes int64
-			if err := rows.Scan(&id, &created, &expires, &files, &bytes); err != nil {
-				return err
-			}
-			if q != nil {
-				q.measured, q.pending.files, q.pending.bytes = true, files, bytes
-			}
-			if id == nil || created == nil || expires == nil {
-				continue // nothing stored: the row of pending alone
-			}
-			if r := ins.recs[uuid.UUID(*id)]; r != nil {
-				r.CreatedAt, r.ExpiresAt = *created, *expires
-				ins.n++
-			}
-		}
-		return rows.Err()
-	})
+	).Query(ins.read(q))
 	return ins
 }
 

@@ -459,7 +459,17 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseU
 		)
 		SELECT ins.file_id, ins.created_at, ins.expires_at, pending.files, pending.bytes
 		FROM pending LEFT JOIN ins ON true`, named,
-	).Query(func(rows pgx.Rows) error {
+	).Query(ins.read(q))
+	return ins
+}
+
+// read reads the answer of a statement that stores (queueInsert's,
+// queueScanned's): a row per file stored (its id, created_at,
+// expires_at), each beside what the statement counted as pending, which
+// q keeps for a refusal; the row of pending alone when nothing was
+// stored.
+func (ins *inserted) read(q *quota) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id *[16]byte
 			var created, expires *time.Time
@@ -479,8 +489,7 @@ func queueInsert(ctx context.Context, b *pgx.Batch, callerMayAct string, refuseU
 			}
 		}
 		return rows.Err()
-	})
-	return ins
+	}
 }
 
 // deadlineOf is ctx's deadline, or nil.
