@@ -50,7 +50,19 @@ type rdsSecret struct {
 // https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_UpdateSecretVersionStage.html).
 // A previous value too short to have been a key is left out.
 func LinkKeysFromSecret(ctx context.Context, sm SecretsAPI, arn string) (downloadlink.Keys, error) {
+	// The two versions are read side by side: a cold start of the content
+	// function waits for one round trip to Secrets Manager, not two.
+	type answer struct {
+		out *secretsmanager.GetSecretValueOutput
+		err error
+	}
+	previous := make(chan answer, 1)
+	go func() {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String("AWSPREVIOUS")})
+		previous <- answer{out, err}
+	}()
 	cur, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	prevAnswer := <-previous
 	if err != nil {
 		return downloadlink.Keys{}, err
 	}
@@ -64,7 +76,7 @@ func LinkKeysFromSecret(ctx context.Context, sm SecretsAPI, arn string) (downloa
 	if cur.CreatedDate != nil {
 		k.Rotated = *cur.CreatedDate
 	}
-	prev, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String("AWSPREVIOUS")})
+	prev, err := prevAnswer.out, prevAnswer.err
 	var notFound *smtypes.ResourceNotFoundException
 	switch {
 	case errors.As(err, &notFound):
