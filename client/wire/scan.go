@@ -12,8 +12,9 @@ const (
 	// ScanClean: delivered to the workspace (on a server that does not
 	// scan, every file is).
 	ScanClean = "clean"
-	// ScanBlocked: the scan found a threat; the file will never be
-	// delivered (Reason ReasonThreatsFound).
+	// ScanBlocked: the scan found a threat (Reason ReasonThreatsFound),
+	// or an operator refused a held file (ReasonOperator); the file will
+	// never be delivered.
 	ScanBlocked = "blocked"
 	// ScanHeld: the scan could not decide, or did not answer in time, and
 	// the server holds the file for an operator; not delivered.
@@ -24,13 +25,15 @@ const (
 )
 
 // Why a file is blocked or held, or was delivered without a clean scan
-// (the server's policy): the scanner's result, lower-cased.
+// (the server's policy): the scanner's result, lower-cased; or
+// ReasonOperator, an operator's decision on a held file.
 const (
 	ReasonThreatsFound = "threats_found"
 	ReasonUnsupported  = "unsupported"
 	ReasonAccessDenied = "access_denied"
 	ReasonFailed       = "failed"
 	ReasonTimeout      = "timeout"
+	ReasonOperator     = "operator"
 )
 
 // ScanAnswer is the scan route's success body: each file asked for, in

@@ -277,8 +277,8 @@ export declare function ack(
 export interface FileScan {
   file_id: string;
   state: "pending" | "clean" | "blocked" | "held" | "not_found";
-  /** Why blocked or held, or why delivered without a clean scan (the server's policy). */
-  reason?: "threats_found" | "unsupported" | "access_denied" | "failed" | "timeout";
+  /** Why blocked or held, or why delivered without a clean scan (the server's policy, or an operator's release). */
+  reason?: "threats_found" | "unsupported" | "access_denied" | "failed" | "timeout" | "operator";
 }
 
 /** The state of each file (IDs, or staged files; 1 to 64), in the order asked. */

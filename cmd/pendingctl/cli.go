@@ -46,7 +46,8 @@ For operators (talk to the database; token also to a stack, --stack):
   token     create, list or revoke workspace tokens
   sweep     delete acked and expired uploads now, once
   recount   recount the pending totals the quota reads (after a deploy, or drift)
-  scans     list the files held for an operator by malware scanning
+  scans     list the files held for an operator by malware scanning; release
+            or block one
 
   version   the version and commit of this pendingctl (also --version)
 

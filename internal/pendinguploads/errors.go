@@ -56,6 +56,11 @@ var (
 	// (Settings.LockWait, Settings.LockTries): other calls of the same
 	// workspace held it. Nothing is stored; a retry shortly may succeed.
 	ErrWorkspaceBusy = errors.New("pendinguploads: workspace busy")
+	// ErrNotHeld is returned (wrapped) by DecideHeld for a file that is
+	// not held for an operator and not already in the state asked for:
+	// waiting for its scan, delivered (never taken back), or blocked
+	// (never delivered). Nothing changed.
+	ErrNotHeld = errors.New("pendinguploads: file not held for an operator")
 	// ErrUnavailable wraps every failure that means a dependency is down
 	// or too slow (connection refused or lost, connect or statement
 	// timeout, server shutting down). HTTP answers it with 503; a retry

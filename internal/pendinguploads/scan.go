@@ -2,6 +2,7 @@ package pendinguploads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -155,6 +156,25 @@ func (s *Store) Decide(ctx context.Context, key string, v Verdict, result, reaso
 	return d, nil
 }
 
+// deliveredAnnounced are the CTEs that follow a delivery's ins (the
+// file's row now in pending_uploads, RETURNING file_id, filename,
+// mimetype, size_bytes, created_at, expires_at), in the statement that
+// delivers it (decideDeliver's, releaseHeld's): its activity row, and the
+// workspace's running total (pending_upload_totals), so that the file
+// waits for the workspace as queueInsert's do.
+const deliveredAnnounced = `activity AS (
+		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
+		    SELECT @workspace, 'a2a_receive', 'chat_upload_receive', @workspace, 'chat_upload_receive: ' || filename, 'ok',
+		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
+		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
+		    FROM ins
+		), total AS (
+		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes, max_ttl)
+		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0), max(expires_at - created_at) FROM ins HAVING count(*) > 0
+		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes,
+		        max_ttl = greatest(t.max_ttl, excluded.max_ttl)
+		)`
+
 // decideDeliver moves a pending or held, unexpired file into delivery:
 // one statement, its own transaction.
 func (s *Store) decideDeliver(ctx context.Context, args pgx.NamedArgs, d *ScanDecision) error {
@@ -172,21 +192,7 @@ func (s *Store) decideDeliver(ctx context.Context, args pgx.NamedArgs, d *ScanDe
 		    SELECT file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at FROM s
 		    ON CONFLICT (file_id) DO NOTHING
 		    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
-		), activity AS (
-		    INSERT INTO activity_logs (workspace_id, activity_type, method, target_id, summary, status, request_body)
-		    SELECT @workspace, 'a2a_receive', 'chat_upload_receive', @workspace, 'chat_upload_receive: ' || filename, 'ok',
-		           jsonb_build_object('file_id', file_id, 'name', filename, 'mimeType', mimetype, 'size', size_bytes,
-		                              'uri', 'platform-pending:' || @workspace::text || '/' || file_id::text)
-		    FROM ins
-		), total AS (
-		    -- The workspace's running total (pending_upload_totals), in the
-		    -- statement that delivers: the file now waits for the
-		    -- workspace, as queueInsert's do.
-		    INSERT INTO pending_upload_totals AS t (workspace_id, files, bytes, max_ttl)
-		    SELECT @workspace, count(*), coalesce(sum(size_bytes), 0), max(expires_at - created_at) FROM ins HAVING count(*) > 0
-		    ON CONFLICT (workspace_id) DO UPDATE SET files = t.files + excluded.files, bytes = t.bytes + excluded.bytes,
-		        max_ttl = greatest(t.max_ttl, excluded.max_ttl)
-		)
+		), `+deliveredAnnounced+`
 		SELECT (SELECT count(*) FROM ins)::int,
 		       (SELECT state FROM scanned_uploads WHERE file_id = @file_id AND workspace_id = @workspace),
 		       (SELECT filename FROM scanned_uploads WHERE file_id = @file_id AND workspace_id = @workspace)`, args,
@@ -333,6 +339,136 @@ func (s *Store) HeldScans(ctx context.Context, limit int) ([]HeldScan, error) {
 		return h, err
 	})
 	return out, wrap("held scans", err)
+}
+
+// ResultOperator is the result DecideHeld records for a file an operator
+// released or blocked: the word that decided it, which its sender reads
+// (lower-cased, on the scan route) beside the state. The scanner's own word
+// stays in the record's reason.
+const ResultOperator = "OPERATOR"
+
+// DecideHeld releases (Deliver) or blocks (Block) workspaceID's file
+// fileID held for an operator (HeldScans), for the operator: pendingctl
+// scans release and block, whose authority is the database's credentials.
+// It acts on that one workspace as a checked caller of its own
+// (operatorAccess): each statement binds the file to @workspace and names
+// callerMayAct, as a caller's do.
+//
+// Deliver is a clean verdict's delivery (Decide's): the file moves into
+// pending_uploads with its activity row and the workspace's running total
+// in one statement, its created_at and expires_at kept, then the Notifier
+// hears of it. Block refuses it for good, as THREATS_FOUND does: its row
+// is marked, then its object deleted (and again on a repeat, so that a
+// deletion the bucket refused is retried by running the command again).
+// The record keeps who decided (result ResultOperator) and what the scan
+// had said (reason).
+//
+// Only a held file moves. The call is idempotent: a file already in the
+// state asked for (delivered, or blocked) is no error, and Changed is
+// false. A file waiting for its scan, one delivered asked to be blocked
+// (a delivered file is never taken back) and one blocked asked to be
+// released are ErrNotHeld, its State saying what it is. A file the
+// workspace does not have (never, expired, swept, another workspace's) is
+// ErrNotFound. Block without a bucket is ErrNoBucket, before any I/O.
+func (s *Store) DecideHeld(ctx context.Context, workspaceID, fileID uuid.UUID, v Verdict) (ScanDecision, error) {
+	d := ScanDecision{WorkspaceID: workspaceID, FileID: fileID}
+	op := fmt.Sprintf("%s held %s", v, fileID)
+	var want ScanState
+	switch v {
+	case Deliver:
+		want = ScanClean
+	case Block:
+		want = ScanBlocked
+		if s.bucket == nil {
+			return d, fmt.Errorf("%s: %w", op, ErrNoBucket)
+		}
+	default:
+		return d, fmt.Errorf("%s: verdict %v is not an operator's", op, v)
+	}
+	a := s.operatorAccess(workspaceID)
+	named := pgx.StrictNamedArgs{"file_id": fileID, "result": ResultOperator, "note": "by an operator"}
+	var b pgx.Batch
+	var moved int
+	var state, filename string
+	found := false
+	scan := func(row pgx.Row) error {
+		err := row.Scan(&moved, &state, &filename)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	}
+	// The reason keeps what the scan had said: the UPDATE's right-hand
+	// side reads the row as it was.
+	if v == Deliver {
+		b.Queue(`
+			WITH s AS (
+			    UPDATE scanned_uploads SET state = 'clean', result = @result, decided_at = now(),
+			        reason = left('released ' || @note || '; the scan said ' || coalesce(result, 'nothing')
+			                      || coalesce(': ' || nullif(reason, ''), ''), 512)
+			    WHERE file_id = @file_id AND workspace_id = @workspace AND state = 'held' AND expires_at > now()
+			      AND `+a.callerMayAct+`
+			    RETURNING file_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at
+			), ins AS (
+			    INSERT INTO pending_uploads
+			        (file_id, workspace_id, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at)
+			    SELECT file_id, @workspace, s3_key, size_bytes, sha256, filename, mimetype, created_at, expires_at FROM s
+			    WHERE `+a.callerMayAct+`
+			    RETURNING file_id, filename, mimetype, size_bytes, created_at, expires_at
+			), `+deliveredAnnounced+`
+			SELECT (SELECT count(*) FROM ins)::int, b.state, b.filename
+			FROM scanned_uploads b
+			WHERE b.file_id = @file_id AND b.workspace_id = @workspace AND b.expires_at > now() AND `+a.callerMayAct,
+			named).QueryRow(scan)
+	} else {
+		b.Queue(`
+			WITH upd AS (
+			    UPDATE scanned_uploads SET state = 'blocked', result = @result, decided_at = now(),
+			        reason = left('blocked ' || @note || '; the scan said ' || coalesce(result, 'nothing')
+			                      || coalesce(': ' || nullif(reason, ''), ''), 512)
+			    WHERE file_id = @file_id AND workspace_id = @workspace AND state = 'held' AND expires_at > now()
+			      AND `+a.callerMayAct+`
+			    RETURNING file_id
+			)
+			SELECT (SELECT count(*) FROM upd)::int, b.state, b.filename
+			FROM scanned_uploads b
+			WHERE b.file_id = @file_id AND b.workspace_id = @workspace AND b.expires_at > now() AND `+a.callerMayAct,
+			named).QueryRow(scan)
+	}
+	if err := a.send(ctx, op, &b); err != nil {
+		return d, err
+	}
+	if !found {
+		return d, fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	d.Filename = filename
+	// state is the statement's snapshot, before its UPDATE.
+	switch {
+	case moved == 1:
+		d.State, d.Changed = want, true
+	case ScanState(state) == want:
+		d.State = want
+	default:
+		d.State = ScanState(state)
+		return d, fmt.Errorf("%s: %w (it is %s)", op, ErrNotHeld, state)
+	}
+	if want == ScanBlocked {
+		if err := s.bucket.Delete(ctx, []string{objectKey(workspaceID, fileID)}); err != nil {
+			return d, wrap(op+": delete the blocked object", err)
+		}
+	}
+	if d.Changed && want == ScanClean {
+		s.notify(ctx, workspaceID, []Record{{FileID: fileID, WorkspaceID: workspaceID}})
+	}
+	return d, nil
+}
+
+// operatorAccess is the access of the operator (DecideHeld), on workspace
+// ws alone: trusted, as the database's credentials it acts with are.
+// Only DecideHeld makes one.
+func (s *Store) operatorAccess(ws uuid.UUID) *access {
+	return &access{s: s, ws: ws, trusted: true, callerMayAct: tokenSchema{}.mayActSQL()}
 }
 
 // FileScan is one file's scan state, as its sender reads it.

@@ -269,6 +269,117 @@ func TestUndecidedFileIsHeld(t *testing.T) {
 	}
 }
 
+// TestOperatorDecidesHeldFiles: an operator's release (DecideHeld,
+// Deliver) delivers a held file exactly as a clean result does (listed,
+// fetched, one activity row, one hint, the expiry from staging), recorded
+// as the operator's with what the scan had said; an operator's block
+// refuses one for good, its object deleted as for THREATS_FOUND. Both are
+// idempotent; only held files move (a pending file, a delivered one asked
+// to be blocked, a blocked one asked to be released: ErrNotHeld); a file
+// named under another workspace, or none, is ErrNotFound and moves nothing.
+func TestOperatorDecidesHeldFiles(t *testing.T) {
+	ctx := context.Background()
+	s, pool, blobs, h := openScanned(t)
+	ws, other := uuid.New(), uuid.New()
+	stage := func(name string) pendinguploads.Record {
+		t.Helper()
+		rec, err := stageOne(ctx, s, ws, []byte("the bytes of "+name), name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	rel, blk, waiting := stage("locked.zip"), stage("odd.bin"), stage("waiting.txt")
+	for _, r := range []pendinguploads.Record{rel, blk} {
+		if d, err := s.Decide(ctx, r.Key(), pendinguploads.Hold, "UNSUPPORTED", "password-protected"); err != nil || d.State != pendinguploads.ScanHeld {
+			t.Fatalf("hold %s: got %+v, %v", r.Filename, d, err)
+		}
+	}
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		for _, v := range []pendinguploads.Verdict{pendinguploads.Deliver, pendinguploads.Block} {
+			for _, c := range []struct{ ws, file uuid.UUID }{{other, rel.FileID}, {ws, uuid.New()}} {
+				if d, err := s.DecideHeld(ctx, c.ws, c.file, v); !errors.Is(err, pendinguploads.ErrNotFound) || d.Changed {
+					t.Fatalf("%v %v of %v: got %+v, %v; want ErrNotFound", v, c.file, c.ws, d, err)
+				}
+			}
+		}
+		if got := scanState(t, s, ws, rel.FileID); got.State != pendinguploads.ScanHeld {
+			t.Fatalf("after another workspace's release: %+v, want held", got)
+		}
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		for i := range 2 {
+			d, err := s.DecideHeld(ctx, ws, rel.FileID, pendinguploads.Deliver)
+			if err != nil || d.State != pendinguploads.ScanClean || d.Changed != (i == 0) || d.Filename != "locked.zip" {
+				t.Fatalf("release #%d: got %+v, %v", i+1, d, err)
+			}
+		}
+		if l, f := visible(t, s, ws, rel.FileID); !l || !f {
+			t.Fatalf("released: listed %v, fetched %v; want both", l, f)
+		}
+		if n := activityRows(t, pool, rel.FileID); n != 1 || h.count(rel.FileID) != 1 {
+			t.Fatalf("released: %d activity rows, %d hints; want 1, 1", n, h.count(rel.FileID))
+		}
+		var staged, expires, delivered time.Time
+		if err := pool.QueryRow(ctx, `
+			SELECT s.created_at, s.expires_at, p.expires_at FROM scanned_uploads s JOIN pending_uploads p USING (file_id)
+			WHERE file_id = $1`, rel.FileID).Scan(&staged, &expires, &delivered); err != nil || !delivered.Equal(expires) {
+			t.Fatalf("released expiry: %v, staged %v, delivered %v; want staging's", err, expires, delivered)
+		}
+		got := scanState(t, s, ws, rel.FileID)
+		if got.State != pendinguploads.ScanClean || got.Result != pendinguploads.ResultOperator {
+			t.Fatalf("released state: %+v", got)
+		}
+		var reason string
+		if err := pool.QueryRow(ctx, `SELECT reason FROM scanned_uploads WHERE file_id = $1`, rel.FileID).Scan(&reason); err != nil ||
+			reason != "released by an operator; the scan said UNSUPPORTED: password-protected" {
+			t.Fatalf("released record: %q, %v", reason, err)
+		}
+		if d, err := s.DecideHeld(ctx, ws, rel.FileID, pendinguploads.Block); !errors.Is(err, pendinguploads.ErrNotHeld) || d.State != pendinguploads.ScanClean {
+			t.Fatalf("block after release: got %+v, %v; want ErrNotHeld, clean", d, err)
+		}
+	})
+
+	t.Run("Block", func(t *testing.T) {
+		for i := range 2 {
+			d, err := s.DecideHeld(ctx, ws, blk.FileID, pendinguploads.Block)
+			if err != nil || d.State != pendinguploads.ScanBlocked || d.Changed != (i == 0) {
+				t.Fatalf("block #%d: got %+v, %v", i+1, d, err)
+			}
+		}
+		if _, err := blobs.Open(ctx, blk.Key(), 0, 1); !errors.Is(err, pendinguploads.ErrBlobNotFound) {
+			t.Fatalf("the blocked file's object: got %v, want it gone", err)
+		}
+		if l, f := visible(t, s, ws, blk.FileID); l || f || activityRows(t, pool, blk.FileID) != 0 || h.count(blk.FileID) != 0 {
+			t.Fatalf("blocked: listed %v, fetched %v, announced", l, f)
+		}
+		got := scanState(t, s, ws, blk.FileID)
+		if got.State != pendinguploads.ScanBlocked || got.Result != pendinguploads.ResultOperator {
+			t.Fatalf("blocked state: %+v", got)
+		}
+		if d, err := s.DecideHeld(ctx, ws, blk.FileID, pendinguploads.Deliver); !errors.Is(err, pendinguploads.ErrNotHeld) || d.State != pendinguploads.ScanBlocked {
+			t.Fatalf("release after block: got %+v, %v; want ErrNotHeld, blocked", d, err)
+		}
+		// A clean result arriving late changes nothing either.
+		if d, err := s.Decide(ctx, blk.Key(), pendinguploads.Deliver, "NO_THREATS_FOUND", ""); err != nil || d.Changed {
+			t.Fatalf("clean after the operator's block: got %+v, %v", d, err)
+		}
+	})
+
+	t.Run("ErrNotHeld", func(t *testing.T) {
+		for _, v := range []pendinguploads.Verdict{pendinguploads.Deliver, pendinguploads.Block} {
+			if d, err := s.DecideHeld(ctx, ws, waiting.FileID, v); !errors.Is(err, pendinguploads.ErrNotHeld) || d.State != pendinguploads.ScanPending || d.Changed {
+				t.Fatalf("%v of a file waiting for its scan: got %+v, %v; want ErrNotHeld", v, d, err)
+			}
+		}
+		if _, err := blobs.Open(ctx, waiting.Key(), 0, 1); err != nil {
+			t.Fatalf("the waiting file's object: %v", err)
+		}
+	})
+}
+
 // TestQuotaCountsFilesUnderScan: a file waiting for its scan counts
 // against the workspace's quota; a blocked one does not.
 func TestQuotaCountsFilesUnderScan(t *testing.T) {
