@@ -379,15 +379,30 @@ func (s *Standin) ScanOne(ctx context.Context, w pendinguploads.WaitingScan) err
 	return s.Handler.Handle(ctx, ev) // as the Scanresult function receives it
 }
 
-// eventOf is d as the EventBridge event GuardDuty publishes, read back as
-// the function reads its event.
-func eventOf(d Detail) (events.EventBridgeEvent, error) {
+// The stand-in's account, region and plan: placeholders where GuardDuty's
+// event names its own (the handler reads none of them).
+const (
+	standinAccount = "000000000000"
+	standinRegion  = "local"
+	standinPlan    = "arn:aws:guardduty:" + standinRegion + ":" + standinAccount + ":malware-protection-plan/clamd"
+)
+
+// eventJSON is d as the EventBridge event GuardDuty publishes, every
+// field of its (TestSampleEventsHaveGuardDutysFields). The stand-in leaves
+// eTag and versionId empty: it reads neither.
+func eventJSON(d Detail) ([]byte, error) {
 	detail, err := json.Marshal(d)
 	if err != nil {
-		return events.EventBridgeEvent{}, err
+		return nil, err
 	}
-	raw, err := json.Marshal(map[string]any{"version": "0", "id": uuid.NewString(), "source": Source, "detail-type": DetailType,
+	return json.Marshal(map[string]any{"version": "0", "id": uuid.NewString(), "source": Source, "detail-type": DetailType,
+		"account": standinAccount, "region": standinRegion, "resources": []string{standinPlan},
 		"time": time.Now().UTC().Format(time.RFC3339), "detail": json.RawMessage(detail)})
+}
+
+// eventOf is eventJSON(d) read back as the function reads its event.
+func eventOf(d Detail) (events.EventBridgeEvent, error) {
+	raw, err := eventJSON(d)
 	if err != nil {
 		return events.EventBridgeEvent{}, err
 	}

@@ -216,3 +216,37 @@ func activity(t *testing.T, pool *pgxpool.Pool, ws uuid.UUID) int {
 	}
 	return n
 }
+
+// TestHeldFileKeepsWhyItsScanDidNotDecide: a result that could not decide
+// keeps its statusReasons in the held file's record (HeldScans, which
+// pendingctl scans prints), and a THREATS_FOUND result its threats'
+// names, for the operator who decides the file. The reason value here
+// is illustrative: the handler keeps whatever GuardDuty names.
+func TestHeldFileKeepsWhyItsScanDidNotDecide(t *testing.T) {
+	ctx := context.Background()
+	ep := s3test.MustStart(t)
+	client, bucket := s3test.NewBucket(t, ep)
+	settings := apptest.StoreSettings()
+	settings.Scanned = true
+	store := pendinguploads.New(pgtest.MustOpen(t), s3blobs.NewFromClient(client, bucket), settings)
+	h := &scanresult.Handler{Store: store, Bucket: bucket, Policy: scanresult.PolicyHold,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(io.Discard, "test")}
+	ws := uuid.New()
+	recs, err := store.Stage(ctx, auth.AdminIdentity(), ws, []pendinguploads.File{{Content: []byte("locked"), Filename: "locked.zip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d scanresult.Detail
+	d.SchemaVersion, d.ScanStatus, d.ResourceType = "1.0", "SKIPPED", "S3_OBJECT"
+	d.S3ObjectDetails.BucketName = bucket
+	d.S3ObjectDetails.ObjectKey = "objects/" + ws.String() + "/" + recs[0].FileID.String()
+	d.ScanResultDetails.ScanResultStatus = scanresult.Unsupported
+	d.ScanResultDetails.StatusReasons = []string{"PASSWORD_PROTECTED"}
+	if err := h.Apply(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	held, err := store.HeldScans(ctx, 10)
+	if err != nil || len(held) != 1 || held[0].Result != scanresult.Unsupported || held[0].Reason != "PASSWORD_PROTECTED" {
+		t.Fatalf("held: got %+v, %v; want UNSUPPORTED, PASSWORD_PROTECTED", held, err)
+	}
+}

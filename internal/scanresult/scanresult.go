@@ -7,10 +7,13 @@
 // The event, as GuardDuty documents it
 // (https://docs.aws.amazon.com/guardduty/latest/ug/monitor-with-eventbridge-s3-malware-protection.html):
 // source "aws.guardduty", detail-type "GuardDuty Malware Protection Object
-// Scan Result", and a detail with schemaVersion, scanStatus (COMPLETED,
-// SKIPPED, FAILED), resourceType "S3_OBJECT", s3ObjectDetails (bucketName,
-// objectKey, eTag, versionId, s3Throttled) and scanResultDetails
-// (scanResultStatus, threats: [{name}]). The result values are GuardDuty's
+// Scan Result", resources [the plan's ARN], and a detail with
+// schemaVersion, scanStatus (COMPLETED, SKIPPED, FAILED), resourceType
+// "S3_OBJECT", s3ObjectDetails (bucketName, objectKey, eTag, versionId,
+// s3Throttled) and scanResultDetails (scanResultStatus, threats: [{name}]
+// or null, statusReasons: a list or null): the field set
+// TestSampleEventsHaveGuardDutysFields holds the repository's sample
+// events (in events/) and the stand-in's events to. The result values are GuardDuty's
 // list (https://docs.aws.amazon.com/guardduty/latest/ug/monitoring-malware-protection-s3-scans-gdu.html):
 // NO_THREATS_FOUND, THREATS_FOUND, UNSUPPORTED, ACCESS_DENIED, FAILED.
 // What each does is Verdict's table.
@@ -59,12 +62,17 @@ type Detail struct {
 		BucketName  string `json:"bucketName"`
 		ObjectKey   string `json:"objectKey"`
 		ETag        string `json:"eTag"`
-		VersionID   string `json:"versionId,omitempty"`
+		VersionID   string `json:"versionId"`
 		S3Throttled bool   `json:"s3Throttled"`
 	} `json:"s3ObjectDetails"`
 	ScanResultDetails struct {
-		ScanResultStatus string   `json:"scanResultStatus"`
-		Threats          []Threat `json:"threats,omitempty"`
+		ScanResultStatus string `json:"scanResultStatus"`
+		// Threats is null but for THREATS_FOUND.
+		Threats []Threat `json:"threats"`
+		// StatusReasons say why a scan was skipped or failed (null when
+		// it completed): kept in the file's record, for the operator who
+		// decides a held file.
+		StatusReasons []string `json:"statusReasons"`
 	} `json:"scanResultDetails"`
 }
 
@@ -186,8 +194,14 @@ func (h *Handler) Apply(ctx context.Context, d Detail) error {
 	for _, t := range d.ScanResultDetails.Threats {
 		names = append(names, t.Name)
 	}
+	// The record's reason: the threats a scan named, else why it could
+	// not decide (Decide bounds it).
+	reason := strings.Join(names, "; ")
+	if reason == "" {
+		reason = strings.Join(d.ScanResultDetails.StatusReasons, "; ")
+	}
 	v := h.Policy.Verdict(result)
-	dec, err := h.Store.Decide(ctx, obj.ObjectKey, v, result, strings.Join(names, "; "))
+	dec, err := h.Store.Decide(ctx, obj.ObjectKey, v, result, reason)
 	if err != nil {
 		h.Log.Error("scan result not applied", "key", obj.ObjectKey, "result", result, "err", err)
 		return err
