@@ -1,6 +1,8 @@
 package deploytest
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,14 +97,14 @@ func TestPushTemplate(t *testing.T) {
 	wantTopic := ":topic/" + strings.Replace(push.TopicTemplate, "{workspace_id}", "*", 1)
 	for id, fn := range tpl.functions {
 		stmts := actionsIn(get(fn.node, "Properties", "Policies"), "iot:Publish")
-		if id != "Upload" {
+		if id != "Pushrelay" {
 			if len(stmts) > 0 {
-				t.Errorf("%s may iot:Publish; only Upload (stage and commit) publishes hints", id)
+				t.Errorf("%s may iot:Publish; only Pushrelay (the hint table's stream) publishes hints", id)
 			}
 			continue
 		}
 		if len(stmts) != 1 {
-			t.Fatalf("Upload: %d iot:Publish statements, want one", len(stmts))
+			t.Fatalf("Pushrelay: %d iot:Publish statements, want one", len(stmts))
 		}
 		r := get(stmts[0], "Resource")
 		if r == nil || r.Tag != "!Sub" || !strings.HasSuffix(r.Value, wantTopic) {
@@ -110,9 +112,10 @@ func TestPushTemplate(t *testing.T) {
 			if r != nil {
 				got = r.Tag + " " + r.Value
 			}
-			t.Errorf("Upload's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
+			t.Errorf("Pushrelay's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
 		}
 	}
+	checkHintTable(t, tpl)
 	for _, action := range []string{"iot:Subscribe", "iot:Receive", "iot:Connect", "iot:*"} {
 		if n := actionsIn(get(tpl.doc, "Resources"), action); len(n) > 0 {
 			t.Errorf("the template grants %s; only the authorizer's policy does, per connection", action)
@@ -133,5 +136,74 @@ func TestPushTemplate(t *testing.T) {
 	}
 	if !granted["lambda:InvokeFunctionUrl"] || !granted["lambda:InvokeFunction"] {
 		t.Errorf("the poll URL's public permissions: got %v, want lambda:InvokeFunctionUrl and lambda:InvokeFunction", granted)
+	}
+}
+
+// checkHintTable: the hint table is on demand, with a TTL on
+// push.AttrExpires and a stream of new images keyed by push.AttrID; the
+// upload function alone may touch DynamoDB, with dynamodb:PutItem on that
+// table only, and is told its name (PUSH_HINT_TABLE); the relay reads its
+// stream (the one event it has: StartingPosition LATEST, no batching
+// window, bounded retries and age, a failing batch bisected, and the
+// failed record reported, so one bad record cannot block the shard), runs
+// outside the network with PUSH_ENDPOINT alone.
+func checkHintTable(t *testing.T, tpl template) {
+	t.Helper()
+	tables := resourcesOfType(tpl, "AWS::DynamoDB::Table")
+	if len(tables) != 1 || tables[0] != "PushHints" {
+		t.Fatalf("DynamoDB tables: got %v, want PushHints alone", tables)
+	}
+	p := get(tpl.doc, "Resources", "PushHints", "Properties")
+	if scalar(get(p, "BillingMode")) != "PAY_PER_REQUEST" || scalar(get(p, "TimeToLiveSpecification", "AttributeName")) != push.AttrExpires ||
+		get(p, "TimeToLiveSpecification", "Enabled").Value != "true" || scalar(get(p, "StreamSpecification", "StreamViewType")) != "NEW_IMAGE" ||
+		scalar(get(get(p, "KeySchema").Content[0], "AttributeName")) != push.AttrID {
+		t.Errorf("PushHints: want on demand, TTL on %s, a NEW_IMAGE stream, keyed by %s", push.AttrExpires, push.AttrID)
+	}
+	for id, fn := range tpl.functions {
+		out, _ := yaml.Marshal(get(fn.node, "Properties", "Policies"))
+		writes := actionsIn(get(fn.node, "Properties", "Policies"), "dynamodb:PutItem")
+		if id != "Upload" {
+			if strings.Contains(string(out), "dynamodb:") || strings.Contains(string(out), "DynamoDB") {
+				t.Errorf("%s has DynamoDB rights; only Upload writes hints (the relay's stream reads are its event's)", id)
+			}
+			continue
+		}
+		if len(writes) != 1 || getAtt(get(writes[0], "Resource")) != "PushHints.Arn" || scalar(get(writes[0], "Action")) != "dynamodb:PutItem" ||
+			strings.Count(string(out), "dynamodb:") != 1 {
+			t.Errorf("Upload's DynamoDB rights: want one statement, dynamodb:PutItem on !GetAtt PushHints.Arn, got:\n%s", out)
+		}
+		env := get(fn.node, "Properties", "Environment", "Variables", "PUSH_HINT_TABLE")
+		if env == nil || env.Tag != "!If" || len(env.Content) != 3 || ref(env.Content[1]) != "PushHints" {
+			t.Errorf("Upload's PUSH_HINT_TABLE: want !If [HasPush, !Ref PushHints, \"\"]")
+		}
+	}
+	relay := get(tpl.functions["Pushrelay"].node, "Properties")
+	if ref(get(relay, "VpcConfig")) != "AWS::NoValue" {
+		t.Errorf("Pushrelay.VpcConfig: want !Ref AWS::NoValue (outside the network: it reaches IoT Core over Lambda's own access)")
+	}
+	e := get(relay, "Environment")
+	if e == nil || e.Tag != "!If" || len(e.Content) != 3 {
+		t.Errorf("Pushrelay.Environment: want an !If (an intrinsic replaces the Globals' environment)")
+	} else {
+		for _, branch := range e.Content[1:] {
+			if v := get(branch, "Variables"); v == nil || len(v.Content) != 2 || v.Content[0].Value != "PUSH_ENDPOINT" {
+				t.Errorf("Pushrelay.Environment: each branch's Variables: want PUSH_ENDPOINT alone (line %d)", branch.Line)
+			}
+		}
+	}
+	events := get(relay, "Events")
+	if events == nil || len(events.Content) != 2 {
+		t.Fatalf("Pushrelay.Events: want one, the hint table's stream")
+	}
+	ev := events.Content[1]
+	ep := get(ev, "Properties")
+	retries, _ := strconv.Atoi(scalar(get(ep, "MaximumRetryAttempts")))
+	age, _ := strconv.Atoi(scalar(get(ep, "MaximumRecordAgeInSeconds")))
+	batch, _ := strconv.Atoi(scalar(get(ep, "BatchSize")))
+	if scalar(get(ev, "Type")) != "DynamoDB" || getAtt(get(ep, "Stream")) != "PushHints.StreamArn" ||
+		scalar(get(ep, "StartingPosition")) != "LATEST" || scalar(get(ep, "MaximumBatchingWindowInSeconds")) != "0" ||
+		retries < 0 || retries > 10 || age < 60 || age > 300 || batch < 1 || batch > 100 ||
+		get(ep, "BisectBatchOnFunctionError").Value != "true" || !slices.Equal(seq(get(ep, "FunctionResponseTypes")), []string{"ReportBatchItemFailures"}) {
+		t.Errorf("Pushrelay's event (line %d): want the PushHints stream, LATEST, a small batch, no window, 0..10 retries, 60..300 s of age, bisect, ReportBatchItemFailures", ev.Line)
 	}
 }
