@@ -204,6 +204,15 @@ func TestPushRelay(t *testing.T) {
 		t.Errorf("logged %d skipped records, want 3 (no payload, another topic, an unknown field):\n%s", n, relay.Logs())
 	}
 
+	// The sample event (events/pushrelay.json): the placeholder file's hint.
+	if ans := answer(readEvent(t, "pushrelay")); len(ans.BatchItemFailures) != 0 {
+		t.Fatalf("events/pushrelay.json: batchItemFailures %v, want none", ans.BatchItemFailures)
+	}
+	sample := push.Hint{WorkspaceID: ws, FileIDs: []uuid.UUID{uuid.MustParse(filePlaceholder)}}.Payload()
+	if got := iot.PublishedMessages(); len(got) != 3 || got[2].Topic != push.Topic(ws) || string(got[2].Payload) != string(sample) {
+		t.Errorf("published %v, want the third %s on %s (events/pushrelay.json)", got, sample, push.Topic(ws))
+	}
+
 	// IoT Core refuses (signed for another region): the record is the
 	// batch's failure, by its sequence number, and the records after it
 	// are left for the retry.
@@ -214,7 +223,7 @@ func TestPushRelay(t *testing.T) {
 	if len(ans.BatchItemFailures) != 1 || ans.BatchItemFailures[0].ItemIdentifier != seq {
 		t.Errorf("batchItemFailures %v, want the record's %s", ans.BatchItemFailures, seq)
 	}
-	if len(iot.PublishedMessages()) != 2 {
+	if len(iot.PublishedMessages()) != 3 {
 		t.Errorf("a refused publication was delivered")
 	}
 	if strings.Contains(relay.Logs(), "hint record skipped") {

@@ -32,7 +32,11 @@ type Published struct {
 	Payload []byte
 }
 
-// PublishedMessages returns what HTTPS Publish received, in order.
+// maxPublished bounds what PublishedMessages keeps (the first ones).
+const maxPublished = 10000
+
+// PublishedMessages returns what HTTPS Publish received, in order (the
+// first maxPublished).
 func (s *Server) PublishedMessages() []Published {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,7 +90,9 @@ func (s *Server) httpsPublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.published = append(s.published, Published{Topic: topic, Payload: payload})
+	if len(s.published) < maxPublished {
+		s.published = append(s.published, Published{Topic: topic, Payload: payload})
+	}
 	s.mu.Unlock()
 	_ = s.Publish(r.Context(), topic, payload)
 	w.Header().Set("Content-Type", "application/json")
