@@ -105,3 +105,6 @@ func writePublishError(w http.ResponseWriter, status int, typ string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"message": typ})
 }
+
+// String is the message as "topic payload".
+func (p Published) String() string { return p.Topic + " " + string(p.Payload) }
