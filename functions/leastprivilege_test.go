@@ -19,6 +19,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -170,7 +171,7 @@ func TestLeastPrivilege(t *testing.T) {
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
 	ids := map[string]string{"upload": "Upload", "presign": "Presign", "list": "List", "content": "Content", "ack": "Ack", "sweep": "Sweep"}
-	table, stream := hintTable(t, ep)
+	table, stream := s3test.NewStreamTable(t, ep, push.AttrID)
 	byID := templatePolicies(t, bucket, table)
 	policies := map[string]s3test.Policy{}
 	for dir, id := range ids {
@@ -388,7 +389,7 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	// Each commit's hint was written through the proxy, as the upload
 	// function's dynamodb:PutItem on the hint table alone allows.
-	if recs := streamEvent(t, ep, stream); len(recs) < len(files) {
+	if recs := streamEvent(t, stream); len(recs) < len(files) {
 		t.Errorf("the hint table's stream holds %d records, want one per committed upload (%d at least)", len(recs), len(files))
 	}
 	if n := len(proxy.Decisions()); n < 20 {

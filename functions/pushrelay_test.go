@@ -1,12 +1,9 @@
 package functions_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,86 +18,15 @@ import (
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 )
 
-// moto calls one DynamoDB (or DynamoDB Streams) JSON operation on moto
-// and decodes its answer into out (nil: none). moto reads the service
-// from the credential scope and does not check the signature.
-func moto(t *testing.T, ep s3test.Endpoint, target string, in, out any) {
+// streamEvent reads the stream's records written since its last read,
+// shaped as Lambda's DynamoDB event records.
+func streamEvent(t *testing.T, stream *s3test.Stream) []map[string]any {
 	t.Helper()
-	body, err := json.Marshal(in)
+	recs, err := stream.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, ep.URL+"/", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", target)
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+s3test.AccessKeyID+"/20261206/"+s3test.Region+
-		"/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %s: %s", target, resp.Status, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: %v: %s", target, err, b)
-		}
-	}
-}
-
-// hintTable creates a hint table as the template's PushHints (keyed by
-// push.AttrID, a NEW_IMAGE stream) and returns its name and stream ARN.
-func hintTable(t *testing.T, ep s3test.Endpoint) (string, string) {
-	t.Helper()
-	name := "hints-" + uuid.NewString()
-	var created struct {
-		TableDescription struct{ LatestStreamArn string }
-	}
-	moto(t, ep, "DynamoDB_20120810.CreateTable", map[string]any{
-		"TableName":            name,
-		"BillingMode":          "PAY_PER_REQUEST",
-		"KeySchema":            []map[string]string{{"AttributeName": push.AttrID, "KeyType": "HASH"}},
-		"AttributeDefinitions": []map[string]string{{"AttributeName": push.AttrID, "AttributeType": "S"}},
-		"StreamSpecification":  map[string]any{"StreamEnabled": true, "StreamViewType": "NEW_IMAGE"},
-	}, &created)
-	return name, created.TableDescription.LatestStreamArn
-}
-
-// streamEvent reads every record of the stream's shards (GetShardIterator
-// from TRIM_HORIZON, GetRecords) and shapes them as Lambda's DynamoDB
-// event (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html,
-// "Example event"): the records as the stream gives them, with
-// eventSourceARN, and ApproximateCreationDateTime in whole seconds.
-func streamEvent(t *testing.T, ep s3test.Endpoint, stream string) []map[string]any {
-	t.Helper()
-	var desc struct {
-		StreamDescription struct{ Shards []struct{ ShardId string } }
-	}
-	moto(t, ep, "DynamoDBStreams_20120810.DescribeStream", map[string]string{"StreamArn": stream}, &desc)
-	var records []map[string]any
-	for _, sh := range desc.StreamDescription.Shards {
-		var it struct{ ShardIterator string }
-		moto(t, ep, "DynamoDBStreams_20120810.GetShardIterator", map[string]string{
-			"StreamArn": stream, "ShardId": sh.ShardId, "ShardIteratorType": "TRIM_HORIZON"}, &it)
-		var got struct{ Records []map[string]any }
-		moto(t, ep, "DynamoDBStreams_20120810.GetRecords", map[string]any{"ShardIterator": it.ShardIterator, "Limit": 100}, &got)
-		for _, r := range got.Records {
-			r["eventSourceARN"] = stream
-			if d, ok := r["dynamodb"].(map[string]any); ok {
-				if f, ok := d["ApproximateCreationDateTime"].(float64); ok {
-					d["ApproximateCreationDateTime"] = math.Floor(f)
-				}
-			}
-			records = append(records, r)
-		}
-	}
-	return records
+	return recs
 }
 
 // TestPushRelay: the hint's whole route through the real binaries. The
@@ -120,7 +46,7 @@ func streamEvent(t *testing.T, ep s3test.Endpoint, stream string) []map[string]a
 func TestPushRelay(t *testing.T) {
 	t.Parallel()
 	ep := s3test.MustStart(t)
-	table, stream := hintTable(t, ep)
+	table, stream := s3test.NewStreamTable(t, ep, push.AttrID)
 	iot := iotcoretest.Start(t, iotcoretest.Options{Authorize: func(context.Context, events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
 		return events.IoTCoreCustomAuthorizerResponse{}, errors.New("no subscriber in this test")
 	}})
@@ -138,7 +64,7 @@ func TestPushRelay(t *testing.T) {
 	if len(staged.Files) == 0 {
 		t.Fatal("upload staged no file")
 	}
-	records := streamEvent(t, ep, stream)
+	records := streamEvent(t, stream)
 	if len(records) != 1 || records[0]["eventName"] != "INSERT" {
 		t.Fatalf("the hint table's stream: got %v, want one INSERT", records)
 	}
@@ -179,7 +105,7 @@ func TestPushRelay(t *testing.T) {
 		img[push.AttrPayload] = map[string]any{"S": strings.TrimSuffix(p, "}") + `,"name":"secret.pdf"}`}
 	})
 	removed := map[string]any{"eventID": "ttl", "eventName": "REMOVE", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
-		"awsRegion": "us-east-1", "eventSourceARN": stream, "dynamodb": map[string]any{"Keys": map[string]any{push.AttrID: map[string]any{"S": "x"}},
+		"awsRegion": "us-east-1", "eventSourceARN": stream.ARN, "dynamodb": map[string]any{"Keys": map[string]any{push.AttrID: map[string]any{"S": "x"}},
 			"SequenceNumber": "1", "SizeBytes": 10, "StreamViewType": "NEW_IMAGE"}}
 
 	if ans := answer(event(noPayload, records[0], otherTopic, removed, records[0], extraField)); len(ans.BatchItemFailures) != 0 {

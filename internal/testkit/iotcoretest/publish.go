@@ -14,7 +14,7 @@ const maxPublishBytes = 128 * 1024
 
 // credentialScope is a SigV4 Authorization header's credential scope:
 // <key id>/<date>/<region>/<service>/aws4_request.
-var credentialScope = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=[A-Z0-9]+/[0-9]{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$`)
+var credentialScope = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+/[0-9]{8}/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$`)
 
 // serve sends HTTPS Publish (POST /topics/…) to publish, anything else
 // to the WebSocket upgrade.
