@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,15 +97,20 @@ func TestPushTemplate(t *testing.T) {
 
 	wantTopic := ":topic/" + strings.Replace(push.TopicTemplate, "{workspace_id}", "*", 1)
 	for id, fn := range tpl.functions {
-		stmts := actionsIn(get(fn.node, "Properties", "Policies"), "iot:Publish")
-		if id != "Pushrelay" {
+		if stmts := actionsIn(get(fn.node, "Properties", "Policies"), "iot:Publish"); len(stmts) > 0 {
+			t.Errorf("%s may iot:Publish; only Pushrelay (its own role, on the hint table's stream) publishes hints", id)
+		}
+	}
+	for _, id := range resourcesOfType(tpl, "AWS::IAM::Role") {
+		stmts := actionsIn(res(id), "iot:Publish")
+		if id != "PushrelayRole" {
 			if len(stmts) > 0 {
-				t.Errorf("%s may iot:Publish; only Pushrelay (the hint table's stream) publishes hints", id)
+				t.Errorf("%s may iot:Publish; only PushrelayRole may", id)
 			}
 			continue
 		}
 		if len(stmts) != 1 {
-			t.Fatalf("Pushrelay: %d iot:Publish statements, want one", len(stmts))
+			t.Fatalf("PushrelayRole: %d iot:Publish statements, want one", len(stmts))
 		}
 		r := get(stmts[0], "Resource")
 		if r == nil || r.Tag != "!Sub" || !strings.HasSuffix(r.Value, wantTopic) {
@@ -112,7 +118,7 @@ func TestPushTemplate(t *testing.T) {
 			if r != nil {
 				got = r.Tag + " " + r.Value
 			}
-			t.Errorf("Pushrelay's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
+			t.Errorf("PushrelayRole's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
 		}
 	}
 	checkHintTable(t, tpl)
@@ -146,7 +152,9 @@ func TestPushTemplate(t *testing.T) {
 // stream (the one event it has: StartingPosition LATEST, no batching
 // window, bounded retries and age, a failing batch bisected, and the
 // failed record reported, so one bad record cannot block the shard), runs
-// outside the network with PUSH_ENDPOINT alone.
+// outside the network with PUSH_ENDPOINT alone, under a role of its own
+// that may publish on the hint topics, read that table's stream and
+// write its log group, and nothing else.
 func checkHintTable(t *testing.T, tpl template) {
 	t.Helper()
 	tables := resourcesOfType(tpl, "AWS::DynamoDB::Table")
@@ -177,9 +185,48 @@ func checkHintTable(t *testing.T, tpl template) {
 			t.Errorf("Upload's PUSH_HINT_TABLE: want !If [HasPush, !Ref PushHints, \"\"]")
 		}
 	}
+	for _, typ := range []string{"AWS::IAM::Role", "AWS::IAM::ManagedPolicy"} {
+		for _, id := range resourcesOfType(tpl, typ) {
+			out, _ := yaml.Marshal(get(tpl.doc, "Resources", id))
+			if id != "PushrelayRole" && strings.Contains(string(out), "dynamodb:") {
+				t.Errorf("%s grants DynamoDB rights; only Upload's policy and PushrelayRole may", id)
+			}
+		}
+	}
 	relay := get(tpl.functions["Pushrelay"].node, "Properties")
 	if ref(get(relay, "VpcConfig")) != "AWS::NoValue" {
 		t.Errorf("Pushrelay.VpcConfig: want !Ref AWS::NoValue (outside the network: it reaches IoT Core over Lambda's own access)")
+	}
+	if getAtt(get(relay, "Role")) != "PushrelayRole.Arn" || get(relay, "Policies") != nil || scalar(get(relay, "Tracing")) != "Disabled" {
+		t.Errorf("Pushrelay: want Role !GetAtt PushrelayRole.Arn, no Policies, Tracing Disabled (no X-Ray rights)")
+	}
+	role := get(tpl.doc, "Resources", "PushrelayRole", "Properties")
+	if get(role, "ManagedPolicyArns") != nil {
+		t.Errorf("PushrelayRole: managed policies %s, want none", canon(get(role, "ManagedPolicyArns")))
+	}
+	granted := map[string]string{}
+	for _, pol := range get(role, "Policies").Content {
+		for _, st := range get(pol, "PolicyDocument", "Statement").Content {
+			r := get(st, "Resource")
+			where := r.Tag + " " + r.Value
+			if r.Tag == "!GetAtt" {
+				where = "GetAtt:" + r.Value
+			}
+			for _, a := range append(seq(get(st, "Action")), scalar(get(st, "Action"))) {
+				if a != "" {
+					granted[a] = where
+				}
+			}
+		}
+	}
+	stream := "!Sub ${PushHints.Arn}/stream/*"
+	want := map[string]string{
+		"iot:Publish":             "!Sub arn:${AWS::Partition}:iot:${AWS::Region}:${AWS::AccountId}:topic/pendinguploads/*/uploads",
+		"dynamodb:DescribeStream": stream, "dynamodb:GetRecords": stream, "dynamodb:GetShardIterator": stream, "dynamodb:ListStreams": stream,
+		"logs:CreateLogStream": "GetAtt:PushrelayLogs.Arn", "logs:PutLogEvents": "GetAtt:PushrelayLogs.Arn",
+	}
+	if !maps.Equal(granted, want) {
+		t.Errorf("PushrelayRole grants %v, want exactly %v", granted, want)
 	}
 	e := get(relay, "Environment")
 	if e == nil || e.Tag != "!If" || len(e.Content) != 3 {
