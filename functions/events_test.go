@@ -19,9 +19,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"github.com/pendinguploads/pendinguploads/internal/admin"
 	"github.com/pendinguploads/pendinguploads/internal/httpapi"
+	"github.com/pendinguploads/pendinguploads/internal/push"
 )
 
 // update rewrites events/upload.json from uploadFiles:
@@ -337,6 +339,23 @@ func TestEvents(t *testing.T) {
 		if ev.RequestType != cfn.RequestCreate || ev.ResponseURL == "" || ev.RequestID == "" ||
 			ev.LogicalResourceID != "PushEndpointLookup" || ev.ResourceType != "Custom::IotEndpoint" {
 			t.Errorf("got %+v, want a complete Custom::IotEndpoint Create request for PushEndpointLookup", ev)
+		}
+	})
+	t.Run("pushrelay", func(t *testing.T) {
+		// The hint table's item the upload function writes for the
+		// placeholder file, as the stream hands it over.
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(readEvent(t, "pushrelay"), &ev); err != nil {
+			t.Fatalf("unmarshal: %v", err)
+		}
+		ws, file := uuid.MustParse(workspacePlaceholder), uuid.MustParse(filePlaceholder)
+		if len(ev.Records) != 1 || ev.Records[0].EventName != "INSERT" || ev.Records[0].EventSource != "aws:dynamodb" {
+			t.Fatalf("got %+v, want one INSERT of a DynamoDB stream", ev.Records)
+		}
+		img := ev.Records[0].Change.NewImage
+		if img[push.AttrTopic].String() != push.Topic(ws) ||
+			img[push.AttrPayload].String() != string(push.Hint{WorkspaceID: ws, FileIDs: []uuid.UUID{file}}.Payload()) {
+			t.Errorf("new image %v: want the placeholder file's hint on its workspace's topic", img)
 		}
 	})
 }

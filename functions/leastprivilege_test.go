@@ -19,21 +19,24 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/client/wire"
 	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
+	"github.com/pendinguploads/pendinguploads/internal/push"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/samtemplate"
 )
 
-// templateS3Policies reads the S3 statements template.yaml grants each
-// function (logical ID → policy) for a stack whose bucket is named bucket
-// and on (the HasBucket condition true): the Statement entries of each
-// function's Policies, with !Sub of ${ContentBucket.Arn} and
-// ${ContentBucket} and !GetAtt ContentBucket.Arn resolved, and s3:prefix
-// StringLike conditions kept. Anything it cannot evaluate that touches S3
-// (an S3 policy template of SAM, a condition other than HasBucket around
-// S3 statements) fails the test rather than being guessed.
-func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
+// templatePolicies reads the S3 and DynamoDB statements template.yaml
+// grants each function (logical ID → policy) for a stack whose bucket is
+// named bucket and on, with push on and its hint table named hintTable
+// (the HasBucket and HasPush conditions true): the Statement entries of
+// each function's Policies, with !Sub of ${ContentBucket.Arn} and
+// ${ContentBucket}, !GetAtt ContentBucket.Arn and !GetAtt PushHints.Arn
+// resolved, and s3:prefix StringLike conditions kept. Anything it cannot
+// evaluate that touches S3 or DynamoDB (an S3 policy template of SAM, a
+// condition other than HasBucket or HasPush around such statements)
+// fails the test rather than being guessed.
+func templatePolicies(t *testing.T, bucket, hintTable string) map[string]s3test.Policy {
 	t.Helper()
 	doc, err := samtemplate.Read("..")
 	if err != nil {
@@ -47,6 +50,8 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 				return strings.NewReplacer("${ContentBucket.Arn}", arn, "${ContentBucket}", bucket).Replace(n.Value)
 			case n.Kind == yaml.ScalarNode && n.Tag == "!GetAtt" && n.Value == "ContentBucket.Arn":
 				return arn
+			case n.Kind == yaml.ScalarNode && n.Tag == "!GetAtt" && n.Value == "PushHints.Arn":
+				return s3test.TableARN(hintTable)
 			case n.Kind == yaml.ScalarNode && (n.Tag == "!!str" || n.Tag == ""):
 				return n.Value
 			}
@@ -64,7 +69,8 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 	}
 	touchesS3 := func(n *yaml.Node) bool {
 		out, _ := yaml.Marshal(n)
-		return strings.Contains(string(out), "s3:") || strings.Contains(string(out), "S3")
+		return strings.Contains(string(out), "s3:") || strings.Contains(string(out), "S3") ||
+			strings.Contains(string(out), "dynamodb:") || strings.Contains(string(out), "DynamoDB")
 	}
 	var statements func(id string, n *yaml.Node) s3test.Policy
 	statements = func(id string, n *yaml.Node) s3test.Policy {
@@ -74,11 +80,11 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 			if len(n.Content) != 3 {
 				t.Fatalf("template.yaml line %d: !If without three arguments", n.Line)
 			}
-			if n.Content[0].Value == "HasBucket" {
+			if n.Content[0].Value == "HasBucket" || n.Content[0].Value == "HasPush" {
 				return statements(id, n.Content[1])
 			}
 			if touchesS3(n) {
-				t.Fatalf("template.yaml line %d: %s: S3 statements under condition %s, which this test does not evaluate", n.Line, id, n.Content[0].Value)
+				t.Fatalf("template.yaml line %d: %s: S3 or DynamoDB statements under condition %s, which this test does not evaluate", n.Line, id, n.Content[0].Value)
 			}
 		case n.Kind == yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -115,15 +121,16 @@ func templateS3Policies(t *testing.T, bucket string) map[string]s3test.Policy {
 	return out
 }
 
-// statement reads one IAM statement; only Allow statements with S3
-// actions matter here (a Deny would need evaluating: it fails the test).
+// statement reads one IAM statement; only Allow statements with S3 or
+// DynamoDB actions matter here (a Deny would need evaluating: it fails
+// the test).
 func statement(t *testing.T, id string, st *yaml.Node, resolve func(*yaml.Node) []string) s3test.Policy {
 	if e := samtemplate.Get(st, "Effect"); e == nil || e.Value != "Allow" {
 		t.Fatalf("template.yaml line %d: %s: a statement that is not Effect Allow", st.Line, id)
 	}
 	var s s3test.Statement
 	for _, a := range resolve(samtemplate.Get(st, "Action")) {
-		if strings.HasPrefix(a, "s3:") {
+		if strings.HasPrefix(a, "s3:") || strings.HasPrefix(a, "dynamodb:") {
 			s.Actions = append(s.Actions, a)
 		}
 	}
@@ -144,9 +151,11 @@ func statement(t *testing.T, id string, st *yaml.Node, resolve func(*yaml.Node) 
 // principalKey is the access key a function signs with in this test.
 func principalKey(dir string) string { return "AKIATEST" + strings.ToUpper(dir) }
 
-// TestLeastPrivilege runs each function with exactly the S3 permissions
-// template.yaml grants it: every function binary signs with an access key
-// of its own, through a proxy that judges each S3 call as IAM does
+// TestLeastPrivilege runs each function with exactly the S3 and DynamoDB
+// permissions template.yaml grants it (with push on, the upload function
+// writes each commit's hint to the hint table): every function binary
+// signs with an access key of its own, through a proxy that judges each
+// S3 and DynamoDB call as IAM does
 // (s3test.IAMProxy: the action of each API, DeleteObjects per key,
 // CopyObject on source and target, presigned requests by their signer,
 // a missing key 403 without s3:ListBucket). The flows of API.md go
@@ -162,7 +171,8 @@ func TestLeastPrivilege(t *testing.T) {
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
 	ids := map[string]string{"upload": "Upload", "presign": "Presign", "list": "List", "content": "Content", "ack": "Ack", "sweep": "Sweep"}
-	byID := templateS3Policies(t, bucket)
+	table, stream := s3test.NewStreamTable(t, ep, push.AttrID)
+	byID := templatePolicies(t, bucket, table)
 	policies := map[string]s3test.Policy{}
 	for dir, id := range ids {
 		pol, ok := byID[id]
@@ -175,6 +185,9 @@ func TestLeastPrivilege(t *testing.T) {
 	dbURL := knownDB(t)
 	env := func(dir string) []string {
 		e := append(dbEnv(dbURL), proxy.Endpoint().Env()...)
+		if dir == "upload" { // the template gives the hint table to it alone
+			e = append(e, "PUSH_HINT_TABLE="+table, "DYNAMODB_ENDPOINT="+proxy.URL)
+		}
 		return append(e, "AWS_ACCESS_KEY_ID="+principalKey(dir), "CONTENT_BUCKET="+bucket,
 			"INLINE_MAX_BYTES=1024", "MULTIPART_THRESHOLD_BYTES=5242880", "MULTIPART_PART_BYTES=5242880")
 	}
@@ -373,6 +386,11 @@ func TestLeastPrivilege(t *testing.T) {
 	})
 	for _, d := range proxy.Denied() {
 		t.Errorf("denied as AWS would deny it: %s", d)
+	}
+	// Each commit's hint was written through the proxy, as the upload
+	// function's dynamodb:PutItem on the hint table alone allows.
+	if recs := streamEvent(t, stream); len(recs) < len(files) {
+		t.Errorf("the hint table's stream holds %d records, want one per committed upload (%d at least)", len(recs), len(files))
 	}
 	if n := len(proxy.Decisions()); n < 20 {
 		t.Errorf("the proxy judged %d S3 calls: the functions did not go through it", n)

@@ -58,7 +58,7 @@ func TestScanResult(t *testing.T) {
 	t.Parallel()
 	ep := s3test.MustStart(t)
 	s3c, bucket := s3test.NewBucket(t, ep)
-	pol, ok := templateS3Policies(t, bucket)["Scanresult"]
+	pol, ok := templatePolicies(t, bucket, "")["Scanresult"]
 	if !ok {
 		t.Fatal("template.yaml: no function Scanresult")
 	}

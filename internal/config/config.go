@@ -98,6 +98,13 @@ type Config struct {
 	// subscribe at; PushAuthorizer (PUSH_AUTHORIZER) the custom
 	// authorizer's name clients present. Unset: no push (see internal/push).
 	PushEndpoint, PushAuthorizer string
+	// PushHintTable (PUSH_HINT_TABLE) is the DynamoDB table the service
+	// writes upload hints to, for the relay (functions/pushrelay) to
+	// publish at PushEndpoint: set, the service writes there instead of
+	// publishing itself (push.Table). DynamoDBEndpoint
+	// (DYNAMODB_ENDPOINT) points its calls at a local endpoint (moto)
+	// instead of AWS.
+	PushHintTable, DynamoDBEndpoint string
 
 	// Metrics (METRICS) are the names of the custom metrics the service
 	// emits (metrics.Names), comma-separated; unset or "all": every one
@@ -242,10 +249,12 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 			Host: strings.TrimSpace(getenv("DB_HOST")),
 			Name: strings.TrimSpace(getenv("DB_NAME")),
 		},
-		CPUpstreamURL:  strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
-		OrgSlug:        strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
-		PushEndpoint:   strings.TrimSpace(getenv("PUSH_ENDPOINT")),
-		PushAuthorizer: strings.TrimSpace(getenv("PUSH_AUTHORIZER")),
+		CPUpstreamURL:    strings.TrimSpace(getenv("CP_UPSTREAM_URL")),
+		OrgSlug:          strings.TrimSpace(getenv("MOLECULE_ORG_SLUG")),
+		PushEndpoint:     strings.TrimSpace(getenv("PUSH_ENDPOINT")),
+		PushAuthorizer:   strings.TrimSpace(getenv("PUSH_AUTHORIZER")),
+		PushHintTable:    strings.TrimSpace(getenv("PUSH_HINT_TABLE")),
+		DynamoDBEndpoint: strings.TrimSpace(getenv("DYNAMODB_ENDPOINT")),
 	}
 	var errs errorList
 	c.readSizes(getenv, &errs)

@@ -101,9 +101,17 @@ func idleCost(t *testing.T, s *shape) []idleLine {
 		case "AWS::SecretsManager::Secret":
 			add(fmt.Sprintf("%d secrets (%s)", len(ids), strings.Join(ids, ", ")),
 				fmt.Sprintf("%d × $%.2f", len(ids), prices["secret"].perMonth), float64(len(ids))*prices["secret"].perMonth)
-		case "AWS::Route53::HostedZone":
-			add(fmt.Sprintf("%d private hosted zone (%s)", len(ids), strings.Join(ids, ", ")),
-				fmt.Sprintf("%d × $%.2f", len(ids), prices["hosted zone"].perMonth), float64(len(ids))*prices["hosted zone"].perMonth)
+		case "AWS::DynamoDB::Table":
+			// On demand (no provisioned capacity billed by the hour): at
+			// rest its storage only. The hint table's items expire by TTL
+			// (push.TableTTL), so an idle stack's table holds none.
+			for _, id := range ids {
+				if scalar(get(created[id], "Properties", "BillingMode")) != "PAY_PER_REQUEST" {
+					t.Errorf("%s: only an on-demand table (BillingMode PAY_PER_REQUEST) is priced", id)
+				}
+				add(fmt.Sprintf("DynamoDB table %s, on demand, empty at rest", id),
+					fmt.Sprintf("0 GB × $%g", prices["dynamodb storage"].perMonth), 0)
+			}
 		case "AWS::CloudWatch::Alarm":
 			var std, high int
 			for _, id := range ids {

@@ -29,7 +29,7 @@ const (
 	pagePrivateLink   = "https://aws.amazon.com/privatelink/pricing/"
 	pageSecrets       = "https://aws.amazon.com/secrets-manager/pricing/"
 	pageCloudWatch    = "https://aws.amazon.com/cloudwatch/pricing/"
-	pageRoute53       = "https://aws.amazon.com/route53/pricing/"
+	pageDynamoDB      = "https://aws.amazon.com/dynamodb/pricing/on-demand/"
 	pageLambda        = "https://aws.amazon.com/lambda/pricing/"
 	pageXRay          = "https://aws.amazon.com/xray/pricing/"
 	pageInstanceClass = "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/Concepts.DBInstanceClass.Summary.html"
@@ -58,10 +58,12 @@ var prices = map[string]price{
 	"dashboard":        {perMonth: 3.00, unit: "dashboard", page: pageCloudWatch, read: read},
 	"custom metric":    {perMonth: 0.30, unit: "metric (the first 10,000)", page: pageCloudWatch, read: read},
 	"log ingestion":    {perMonth: 0.50, unit: "GB ingested", page: pageCloudWatch, read: read},
-	"hosted zone":      {perMonth: 0.50, unit: "hosted zone (the first 25)", page: pageRoute53, read: read},
 	"lambda request":   {perMonth: 0.20 / 1e6, unit: "request", page: pageLambda, read: read},
 	"lambda arm64 GBs": {perMonth: 0.0000133334, unit: "GB-second, arm64", page: pageLambda, read: read},
 	"xray trace":       {perMonth: 5.00 / 1e6, unit: "trace recorded", page: pageXRay, read: read},
+	// DynamoDB on demand: requests and storage, no hourly price; at rest
+	// its storage alone (the Standard table class).
+	"dynamodb storage": {perMonth: 0.25, unit: "GB-month stored", page: pageDynamoDB, read: read},
 }
 
 // vCPUs of the instance classes (RDS Proxy bills by them).
@@ -94,6 +96,7 @@ var freeAtRest = map[string]string{
 	"AWS::IAM::Role":                           "IAM is free",
 	"AWS::IoT::Authorizer":                     "IoT Core bills per connection-minute, message and authorization",
 	"AWS::Lambda::Alias":                       "Lambda bills per request and duration",
+	"AWS::Lambda::EventSourceMapping":          "Lambda's reads of a DynamoDB stream are not billed (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CostOptimization_StreamsUsage.html); an invocation bills when a hint comes",
 	"AWS::Lambda::Function":                    "per request and duration (a scheduled one is priced by its schedule)",
 	"AWS::Lambda::Permission":                  "Lambda bills per request and duration",
 	"AWS::Lambda::Url":                         "Lambda bills per request and duration",
@@ -101,7 +104,6 @@ var freeAtRest = map[string]string{
 	"AWS::Logs::LogGroup":                      "per GB ingested and stored; the sweep's lines are priced with its runs",
 	"AWS::RDS::DBProxyTargetGroup":             "part of the proxy, priced as AWS::RDS::DBProxy",
 	"AWS::RDS::DBSubnetGroup":                  "free",
-	"AWS::Route53::RecordSet":                  "per query; an alias to an AWS resource is not billed",
 	"AWS::S3::Bucket":                          "per GB stored and per request: empty at rest",
 	"AWS::S3::BucketPolicy":                    "free",
 	"Custom::IotEndpoint":                      "a Lambda run at deploy",

@@ -1,6 +1,9 @@
 package deploytest
 
 import (
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,15 +97,20 @@ func TestPushTemplate(t *testing.T) {
 
 	wantTopic := ":topic/" + strings.Replace(push.TopicTemplate, "{workspace_id}", "*", 1)
 	for id, fn := range tpl.functions {
-		stmts := actionsIn(get(fn.node, "Properties", "Policies"), "iot:Publish")
-		if id != "Upload" {
+		if stmts := actionsIn(get(fn.node, "Properties", "Policies"), "iot:Publish"); len(stmts) > 0 {
+			t.Errorf("%s may iot:Publish; only Pushrelay (its own role, on the hint table's stream) publishes hints", id)
+		}
+	}
+	for _, id := range resourcesOfType(tpl, "AWS::IAM::Role") {
+		stmts := actionsIn(res(id), "iot:Publish")
+		if id != "PushrelayRole" {
 			if len(stmts) > 0 {
-				t.Errorf("%s may iot:Publish; only Upload (stage and commit) publishes hints", id)
+				t.Errorf("%s may iot:Publish; only PushrelayRole may", id)
 			}
 			continue
 		}
 		if len(stmts) != 1 {
-			t.Fatalf("Upload: %d iot:Publish statements, want one", len(stmts))
+			t.Fatalf("PushrelayRole: %d iot:Publish statements, want one", len(stmts))
 		}
 		r := get(stmts[0], "Resource")
 		if r == nil || r.Tag != "!Sub" || !strings.HasSuffix(r.Value, wantTopic) {
@@ -110,9 +118,10 @@ func TestPushTemplate(t *testing.T) {
 			if r != nil {
 				got = r.Tag + " " + r.Value
 			}
-			t.Errorf("Upload's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
+			t.Errorf("PushrelayRole's iot:Publish on %s, want a !Sub ARN ending in %s", got, wantTopic)
 		}
 	}
+	checkHintTable(t, tpl)
 	for _, action := range []string{"iot:Subscribe", "iot:Receive", "iot:Connect", "iot:*"} {
 		if n := actionsIn(get(tpl.doc, "Resources"), action); len(n) > 0 {
 			t.Errorf("the template grants %s; only the authorizer's policy does, per connection", action)
@@ -133,5 +142,115 @@ func TestPushTemplate(t *testing.T) {
 	}
 	if !granted["lambda:InvokeFunctionUrl"] || !granted["lambda:InvokeFunction"] {
 		t.Errorf("the poll URL's public permissions: got %v, want lambda:InvokeFunctionUrl and lambda:InvokeFunction", granted)
+	}
+}
+
+// checkHintTable: the hint table is on demand, with a TTL on
+// push.AttrExpires and a stream of new images keyed by push.AttrID; the
+// upload function alone may touch DynamoDB, with dynamodb:PutItem on that
+// table only, and is told its name (PUSH_HINT_TABLE); the relay reads its
+// stream (the one event it has: StartingPosition LATEST, no batching
+// window, bounded retries and age, a failing batch bisected, and the
+// failed record reported, so one bad record cannot block the shard), runs
+// outside the network with PUSH_ENDPOINT alone, under a role of its own
+// that may publish on the hint topics, read that table's stream and
+// write its log group, and nothing else.
+func checkHintTable(t *testing.T, tpl template) {
+	t.Helper()
+	tables := resourcesOfType(tpl, "AWS::DynamoDB::Table")
+	if len(tables) != 1 || tables[0] != "PushHints" {
+		t.Fatalf("DynamoDB tables: got %v, want PushHints alone", tables)
+	}
+	p := get(tpl.doc, "Resources", "PushHints", "Properties")
+	if scalar(get(p, "BillingMode")) != "PAY_PER_REQUEST" || scalar(get(p, "TimeToLiveSpecification", "AttributeName")) != push.AttrExpires ||
+		get(p, "TimeToLiveSpecification", "Enabled").Value != "true" || scalar(get(p, "StreamSpecification", "StreamViewType")) != "NEW_IMAGE" ||
+		scalar(get(get(p, "KeySchema").Content[0], "AttributeName")) != push.AttrID {
+		t.Errorf("PushHints: want on demand, TTL on %s, a NEW_IMAGE stream, keyed by %s", push.AttrExpires, push.AttrID)
+	}
+	for id, fn := range tpl.functions {
+		out, _ := yaml.Marshal(get(fn.node, "Properties", "Policies"))
+		writes := actionsIn(get(fn.node, "Properties", "Policies"), "dynamodb:PutItem")
+		if id != "Upload" {
+			if strings.Contains(string(out), "dynamodb:") || strings.Contains(string(out), "DynamoDB") {
+				t.Errorf("%s has DynamoDB rights; only Upload writes hints (the relay's stream reads are its event's)", id)
+			}
+			continue
+		}
+		if len(writes) != 1 || getAtt(get(writes[0], "Resource")) != "PushHints.Arn" || scalar(get(writes[0], "Action")) != "dynamodb:PutItem" ||
+			strings.Count(string(out), "dynamodb:") != 1 {
+			t.Errorf("Upload's DynamoDB rights: want one statement, dynamodb:PutItem on !GetAtt PushHints.Arn, got:\n%s", out)
+		}
+		env := get(fn.node, "Properties", "Environment", "Variables", "PUSH_HINT_TABLE")
+		if env == nil || env.Tag != "!If" || len(env.Content) != 3 || ref(env.Content[1]) != "PushHints" {
+			t.Errorf("Upload's PUSH_HINT_TABLE: want !If [HasPush, !Ref PushHints, \"\"]")
+		}
+	}
+	for _, typ := range []string{"AWS::IAM::Role", "AWS::IAM::ManagedPolicy"} {
+		for _, id := range resourcesOfType(tpl, typ) {
+			out, _ := yaml.Marshal(get(tpl.doc, "Resources", id))
+			if id != "PushrelayRole" && strings.Contains(string(out), "dynamodb:") {
+				t.Errorf("%s grants DynamoDB rights; only Upload's policy and PushrelayRole may", id)
+			}
+		}
+	}
+	relay := get(tpl.functions["Pushrelay"].node, "Properties")
+	if ref(get(relay, "VpcConfig")) != "AWS::NoValue" {
+		t.Errorf("Pushrelay.VpcConfig: want !Ref AWS::NoValue (outside the network: it reaches IoT Core over Lambda's own access)")
+	}
+	if getAtt(get(relay, "Role")) != "PushrelayRole.Arn" || get(relay, "Policies") != nil || scalar(get(relay, "Tracing")) != "Disabled" {
+		t.Errorf("Pushrelay: want Role !GetAtt PushrelayRole.Arn, no Policies, Tracing Disabled (no X-Ray rights)")
+	}
+	role := get(tpl.doc, "Resources", "PushrelayRole", "Properties")
+	if get(role, "ManagedPolicyArns") != nil {
+		t.Errorf("PushrelayRole: managed policies %s, want none", canon(get(role, "ManagedPolicyArns")))
+	}
+	granted := map[string]string{}
+	for _, pol := range get(role, "Policies").Content {
+		for _, st := range get(pol, "PolicyDocument", "Statement").Content {
+			r := get(st, "Resource")
+			where := r.Tag + " " + r.Value
+			if r.Tag == "!GetAtt" {
+				where = "GetAtt:" + r.Value
+			}
+			for _, a := range append(seq(get(st, "Action")), scalar(get(st, "Action"))) {
+				if a != "" {
+					granted[a] = where
+				}
+			}
+		}
+	}
+	stream := "!Sub ${PushHints.Arn}/stream/*"
+	want := map[string]string{
+		"iot:Publish":             "!Sub arn:${AWS::Partition}:iot:${AWS::Region}:${AWS::AccountId}:topic/pendinguploads/*/uploads",
+		"dynamodb:DescribeStream": stream, "dynamodb:GetRecords": stream, "dynamodb:GetShardIterator": stream, "dynamodb:ListStreams": stream,
+		"logs:CreateLogStream": "GetAtt:PushrelayLogs.Arn", "logs:PutLogEvents": "GetAtt:PushrelayLogs.Arn",
+	}
+	if !maps.Equal(granted, want) {
+		t.Errorf("PushrelayRole grants %v, want exactly %v", granted, want)
+	}
+	e := get(relay, "Environment")
+	if e == nil || e.Tag != "!If" || len(e.Content) != 3 {
+		t.Errorf("Pushrelay.Environment: want an !If (an intrinsic replaces the Globals' environment)")
+	} else {
+		for _, branch := range e.Content[1:] {
+			if v := get(branch, "Variables"); v == nil || len(v.Content) != 2 || v.Content[0].Value != "PUSH_ENDPOINT" {
+				t.Errorf("Pushrelay.Environment: each branch's Variables: want PUSH_ENDPOINT alone (line %d)", branch.Line)
+			}
+		}
+	}
+	events := get(relay, "Events")
+	if events == nil || len(events.Content) != 2 {
+		t.Fatalf("Pushrelay.Events: want one, the hint table's stream")
+	}
+	ev := events.Content[1]
+	ep := get(ev, "Properties")
+	retries, _ := strconv.Atoi(scalar(get(ep, "MaximumRetryAttempts")))
+	age, _ := strconv.Atoi(scalar(get(ep, "MaximumRecordAgeInSeconds")))
+	batch, _ := strconv.Atoi(scalar(get(ep, "BatchSize")))
+	if scalar(get(ev, "Type")) != "DynamoDB" || getAtt(get(ep, "Stream")) != "PushHints.StreamArn" ||
+		scalar(get(ep, "StartingPosition")) != "LATEST" || scalar(get(ep, "MaximumBatchingWindowInSeconds")) != "0" ||
+		retries < 0 || retries > 10 || age < 60 || age > 300 || batch < 1 || batch > 100 ||
+		get(ep, "BisectBatchOnFunctionError").Value != "true" || !slices.Equal(seq(get(ep, "FunctionResponseTypes")), []string{"ReportBatchItemFailures"}) {
+		t.Errorf("Pushrelay's event (line %d): want the PushHints stream, LATEST, a small batch, no window, 0..10 retries, 60..300 s of age, bisect, ReportBatchItemFailures", ev.Line)
 	}
 }

@@ -59,13 +59,12 @@ func hostOf(s *shape, n *yaml.Node) string {
 // per shape: "discover" (the default) creates the look-up custom resource
 // and its function (outside the network, its own role with only
 // iot:DescribeEndpoint beside its logs) and every use of the endpoint's
-// name (PUSH_ENDPOINT, the private zone and its record, the PushUrl
-// output) is the look-up's Address; a host name is used as given, and
-// nothing is looked up; "off" (or empty, what stacks deployed before
-// discovery hold) creates no push at all: no look-up, no IoT data
-// endpoint, no publish permission, no PUSH_ENDPOINT. With push in the
-// stack's own network, the upload function waits for the IoT data
-// endpoint and its record.
+// name (PUSH_ENDPOINT, the relay's, the PushUrl output) is the look-up's
+// Address; a host name is used as given, and nothing is looked up; "off"
+// (or empty, what stacks deployed before discovery hold) creates no push
+// at all: no look-up, no hint table, no relay, no PutItem permission, no
+// PUSH_ENDPOINT. With push in the stack's own network, the upload
+// function waits for the DynamoDB gateway endpoint.
 func TestPushEndpoint(t *testing.T) {
 	tpl := loadTemplate(t)
 	const host = "a1b2c3d4e5f6g7-ats.iot.eu-west-1.amazonaws.com"
@@ -75,7 +74,7 @@ func TestPushEndpoint(t *testing.T) {
 		name      string
 		overrides map[string]string
 		want      string // pushHost
-		network   bool   // the stack's own network (IoT data endpoint, zone, record)
+		network   bool   // the stack's own network (the DynamoDB gateway endpoint)
 	}{
 		{"FromZero", nil, "GetAtt:PushEndpointLookup.Address", true},
 		{"Explicit", map[string]string{"PushEndpoint": host}, host, true},
@@ -108,10 +107,19 @@ func TestPushEndpoint(t *testing.T) {
 			if discover {
 				checkLookup(t, s)
 			}
-			checkPushNetwork(t, s, c.want, push && c.network)
+			checkPushNetwork(t, s, push && c.network)
 			checkPushUrl(t, s, c.want)
-			if got := len(actionsIn(created["Upload"], "iot:Publish")) > 0; got != push {
-				t.Errorf("Upload may iot:Publish: %v, want %v", got, push)
+			if got := len(actionsIn(created["Upload"], "dynamodb:PutItem")) > 0; got != push {
+				t.Errorf("Upload may dynamodb:PutItem: %v, want %v", got, push)
+			}
+			if _, got := created["Pushrelay"]; got != push {
+				t.Errorf("the Pushrelay function created: %v, want %v", got, push)
+			}
+			if _, got := created["PushHints"]; got != push {
+				t.Errorf("the PushHints table created: %v, want %v", got, push)
+			}
+			if push && hostOf(s, s.resolve(get(s.resolve(get(created["Pushrelay"], "Properties", "Environment")), "Variables", "PUSH_ENDPOINT"))) != c.want {
+				t.Errorf("Pushrelay's PUSH_ENDPOINT: want %s", c.want)
 			}
 		})
 	}
@@ -171,41 +179,48 @@ func checkLookup(t *testing.T, s *shape) {
 	}
 }
 
-// checkPushNetwork: with push in the stack's own network, one IoT data
-// endpoint, a private zone and an A record both named host, and the
-// upload function waits for the endpoint and the record; otherwise none
-// of them.
-func checkPushNetwork(t *testing.T, s *shape, host string, want bool) {
+// checkPushNetwork: with push in the stack's own network, one DynamoDB
+// gateway endpoint on the private subnets' route table (free), whose
+// policy allows dynamodb:PutItem on the hint table alone, and the upload
+// function waits for it; otherwise none. Never an IoT data endpoint
+// (PrivateLink, billed by the hour) nor a private hosted zone: the relay
+// publishes from outside the network.
+func checkPushNetwork(t *testing.T, s *shape, want bool) {
 	t.Helper()
 	created := s.resources()
-	var iotEndpoints []string
+	var iot, ddb []string
 	for _, id := range s.ofType("AWS::EC2::VPCEndpoint") {
-		if strings.HasSuffix(get(created[id], "Properties", "ServiceName").Value, ".iot.data") {
-			iotEndpoints = append(iotEndpoints, id)
+		switch svc := get(created[id], "Properties", "ServiceName").Value; {
+		case strings.HasSuffix(svc, ".iot.data"):
+			iot = append(iot, id)
+		case strings.HasSuffix(svc, ".dynamodb"):
+			ddb = append(ddb, id)
 		}
 	}
-	zones, records := s.ofType("AWS::Route53::HostedZone"), s.ofType("AWS::Route53::RecordSet")
+	if zones := s.ofType("AWS::Route53::HostedZone"); len(iot)+len(zones)+len(s.ofType("AWS::Route53::RecordSet")) > 0 {
+		t.Errorf("IoT data endpoints %v, hosted zones %v: want none (the relay publishes from outside the network)", iot, zones)
+	}
 	if !want {
-		if len(iotEndpoints)+len(zones)+len(records) > 0 {
-			t.Errorf("IoT data endpoints %v, zones %v, records %v: want none", iotEndpoints, zones, records)
+		if len(ddb) > 0 {
+			t.Errorf("DynamoDB endpoints %v: want none", ddb)
 		}
 		return
 	}
-	if len(iotEndpoints) != 1 || len(zones) != 1 || len(records) != 1 {
-		t.Fatalf("IoT data endpoints %v, zones %v, records %v: want one each", iotEndpoints, zones, records)
+	if len(ddb) != 1 {
+		t.Fatalf("DynamoDB endpoints %v: want one", ddb)
 	}
-	nameOf := func(n *yaml.Node) string { return hostOf(s, get(n, "Properties", "Name")) }
-	if got := nameOf(created[zones[0]]); got != host {
-		t.Errorf("%s's name: got %s, want %s", zones[0], got, host)
+	p := get(created[ddb[0]], "Properties")
+	rts := get(p, "RouteTableIds")
+	if scalar(get(p, "VpcEndpointType")) != "Gateway" || rts == nil || len(rts.Content) != 1 || ref(rts.Content[0]) != "PrivateRouteTable" {
+		t.Errorf("%s: want a Gateway endpoint on PrivateRouteTable", ddb[0])
 	}
-	if got := nameOf(created[records[0]]); got != host {
-		t.Errorf("%s's name: got %s, want %s", records[0], got, host)
+	st := get(p, "PolicyDocument", "Statement")
+	if st == nil || len(st.Content) != 1 || scalar(get(st.Content[0], "Action")) != "dynamodb:PutItem" ||
+		getAtt(get(st.Content[0], "Resource")) != "PushHints.Arn" || scalar(get(st.Content[0], "Effect")) != "Allow" {
+		t.Errorf("%s's policy: want one statement allowing dynamodb:PutItem on !GetAtt PushHints.Arn", ddb[0])
 	}
-	deps := dependencies(s, "Upload")
-	for _, id := range []string{iotEndpoints[0], records[0]} {
-		if !deps[id] {
-			t.Errorf("Upload does not wait for %s: its first hints may go nowhere", id)
-		}
+	if !dependencies(s, "Upload")[ddb[0]] {
+		t.Errorf("Upload does not wait for %s: its first hints may go nowhere", ddb[0])
 	}
 }
 

@@ -101,9 +101,9 @@ func TestDeployFromZero(t *testing.T) {
 		svc := get(p, "ServiceName")
 		services[strings.TrimPrefix(svc.Value, "com.amazonaws.${AWS::Region}.")] = scalar(get(p, "VpcEndpointType"))
 	}
-	// iot.data: push is on from zero (PushEndpoint discover), and the
-	// upload function publishes its hints through it.
-	if want := map[string]string{"s3": "Gateway", "secretsmanager": "Interface", "iot.data": "Interface"}; !mapsEqual(services, want) {
+	// dynamodb: push is on from zero (PushEndpoint discover), and the
+	// upload function writes its hints to the hint table through it.
+	if want := map[string]string{"s3": "Gateway", "secretsmanager": "Interface", "dynamodb": "Gateway"}; !mapsEqual(services, want) {
 		t.Errorf("VPC endpoints: got %v, want %v (the only AWS APIs the functions in it call)", services, want)
 	}
 
@@ -397,8 +397,8 @@ func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
 // other: the database's (DB_SECRET_ARN), the admin token's when given
 // ADMIN_TOKEN_SECRET_ARN, the download links' key when given
 // DOWNLOAD_LINK_KEY_SECRET_ARN (the content function), each resolved in
-// this shape. (The iotendpoint function replaces that environment, and
-// reads no secret.) The proxy, when there is one, reads the database's
+// this shape. (The iotendpoint and pushrelay functions replace that
+// environment by an intrinsic, and read no secret.) The proxy, when there is one, reads the database's
 // alone.
 func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
 	t.Helper()
@@ -408,7 +408,7 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 	created := s.resources()
 	for id := range s.tpl.functions {
 		fn := created[id]
-		if fn == nil || ref(get(s.tpl.functions[id].node, "Properties", "Environment")) == "AWS::NoValue" {
+		if e := get(s.tpl.functions[id].node, "Properties", "Environment"); fn == nil || e != nil && e.Tag != "" && e.Tag != "!!map" {
 			continue
 		}
 		want := map[string]bool{dbSecret: true}

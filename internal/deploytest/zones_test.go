@@ -13,10 +13,10 @@ import (
 var givenZones = [2]string{"us-east-1c", "us-east-1d"}
 
 // TestNetworkZones: the stack's own network's two private subnets, and so
-// the interface endpoints in them (IoT Core's data plane, Secrets
-// Manager), are in the zones AvailabilityZoneA and AvailabilityZoneB name
-// when given (IoT Core's data endpoint is not in every zone: AWS's IoT
-// VPC guide says to check describe-vpc-endpoint-services first), and in
+// the interface endpoint in them (Secrets Manager), are in the zones
+// AvailabilityZoneA and AvailabilityZoneB name when given (an interface
+// endpoint's service is not in every zone: aws ec2
+// describe-vpc-endpoint-services says where), and in
 // the region's first two (!GetAZs) when not, as before, in the template
 // CloudFormation gets.
 func TestNetworkZones(t *testing.T) {
@@ -26,7 +26,7 @@ func TestNetworkZones(t *testing.T) {
 		if _, ok := created["PrivateSubnetA"]; !ok {
 			return // a given network: its subnets are where they are
 		}
-		for _, id := range []string{"IotDataEndpoint", "SecretsManagerEndpoint"} {
+		for _, id := range []string{"SecretsManagerEndpoint"} {
 			ep, ok := created[id]
 			if !ok {
 				continue

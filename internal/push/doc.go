@@ -7,8 +7,10 @@
 // client's slow fallback poll, and publishing never fails an upload.
 //
 // In AWS the broker is AWS IoT Core (MQTT over WebSockets on 443): the
-// service publishes through its HTTPS Publish (IoT, signed with the
-// function's role), and IoT Core asks the custom authorizer (Authorizer,
+// upload function writes each hint to a DynamoDB table (Table), whose
+// stream the relay (Relay, functions/pushrelay, outside the VPC) publishes
+// through IoT Core's HTTPS Publish (IoT, signed with the relay's role),
+// so that nothing in the VPC needs IoT Core's data endpoint; IoT Core asks the custom authorizer (Authorizer,
 // functions/pushauth) whether a connection may subscribe; locally (make
 // run, the tests) it is an in-process broker, push/localbroker, with the
 // same check (Allow) on connect and on subscribe.

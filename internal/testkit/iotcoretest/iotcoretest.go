@@ -57,6 +57,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -95,17 +96,21 @@ type Options struct {
 
 // Server is a running stand-in. Safe for concurrent use.
 type Server struct {
-	o        Options
-	iotARN   string // arn:aws:iot:<region>:<account>
-	RootCAs  *x509.CertPool
+	o       Options
+	iotARN  string // arn:aws:iot:<region>:<account>
+	RootCAs *x509.CertPool
+	// CertPEM is the endpoint's certificate, PEM-encoded: a process
+	// trusts it with SSL_CERT_FILE set to a file holding it.
+	CertPEM  []byte
 	ProxyURL *url.URL
 	ln       net.Listener
 	conns    chan net.Conn // tunnelled connections, to the TLS server
 	http     *http.Server
 
-	mu       sync.Mutex
-	refusals []string
-	sessions map[*session]bool
+	mu        sync.Mutex
+	refusals  []string
+	sessions  map[*session]bool
+	published []Published
 }
 
 // Start starts a stand-in on loopback, closed at the test's end.
@@ -134,9 +139,10 @@ func Start(tb testing.TB, o Options) *Server {
 	}
 	s := &Server{o: o, iotARN: "arn:" + p[1] + ":iot:" + p[3] + ":" + p[4], RootCAs: pool, ln: ln,
 		ProxyURL: &url.URL{Scheme: "http", Host: ln.Addr().String()},
-		conns:    make(chan net.Conn), sessions: map[*session]bool{}}
+		conns:    make(chan net.Conn), sessions: map[*session]bool{},
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Leaf.Raw})}
 	s.http = &http.Server{
-		Handler:           http.HandlerFunc(s.upgrade),
+		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         s.tlsConfig(cert),
 		// The ALPN names that are not WebSocket's: refused (no HTTP/2

@@ -1,6 +1,8 @@
 package s3test
 
 import (
+	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -62,8 +64,10 @@ func (d Decision) String() string {
 // deleted), CopyObject on its target (s3:PutObject) and source
 // (s3:GetObject), and a GetObject or HeadObject of a missing key answered
 // 403, not 404, when the principal may not s3:ListBucket the bucket.
-// A denied call is answered 403 AccessDenied and never reaches the
-// endpoint. Give each principal a key of its own (AWS_ACCESS_KEY_ID);
+// A DynamoDB call (moto serves it on the same port: an X-Amz-Target of
+// DynamoDB_20120810.<API>) is judged as dynamodb:<API> on its table's
+// ARN (TableARN). A denied call is answered 403 AccessDenied (DynamoDB's
+// 400 AccessDeniedException) and never reaches the endpoint. Give each principal a key of its own (AWS_ACCESS_KEY_ID);
 // moto ignores which. Principals without a policy (the test's own
 // client) may do anything. Safe for concurrent use.
 type IAMProxy struct {
@@ -146,6 +150,10 @@ func (p *IAMProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.Re
 	policy, judged := p.policies[who]
 	if !judged {
 		rp.ServeHTTP(w, r)
+		return
+	}
+	if op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), dynamoDBTarget); ok {
+		p.dynamoDB(w, r, rp, who, policy, op)
 		return
 	}
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -327,4 +335,41 @@ func denied(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = io.WriteString(w, xml.Header+`<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
 	}
+}
+
+// dynamoDBTarget prefixes the X-Amz-Target of DynamoDB's API.
+const dynamoDBTarget = "DynamoDB_20120810."
+
+// maxDynamoDBBody bounds a judged DynamoDB request's body (an item is
+// at most 400 KB).
+const maxDynamoDBBody = 1 << 20
+
+// motoAccount is the account moto's ARNs name.
+const motoAccount = "123456789012"
+
+// TableARN is the ARN of table name as IAM judges a DynamoDB call on it
+// through the proxy (moto's account, Region).
+func TableARN(name string) string {
+	return "arn:aws:dynamodb:" + Region + ":" + motoAccount + ":table/" + name
+}
+
+// dynamoDB judges one DynamoDB call: dynamodb:<op> on the table its body
+// names.
+func (p *IAMProxy) dynamoDB(w http.ResponseWriter, r *http.Request, rp *httputil.ReverseProxy, who string, policy Policy, op string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxDynamoDBBody))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var req struct{ TableName string }
+	_ = json.Unmarshal(body, &req)
+	if !p.judge(who, op, policy, check{"dynamodb:" + op, TableARN(req.TableName), ""}) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","message":"not authorized to perform dynamodb:`+op+`"}`)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	rp.ServeHTTP(w, r)
 }
