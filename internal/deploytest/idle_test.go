@@ -437,10 +437,10 @@ func schedules(t *testing.T, s *shape) []schedule {
 	slices.Sort(rules)
 	for _, id := range rules {
 		p := get(created[id], "Properties")
-		if scalar(get(p, "ScheduleExpression")) == "" && get(p, "EventPattern") != nil {
+		if get(p, "ScheduleExpression") == nil && get(p, "EventPattern") != nil {
 			continue
 		}
-		expr := scalar(get(p, "ScheduleExpression"))
+		expr := s.str(get(p, "ScheduleExpression"))
 		m := rateExpr.FindStringSubmatch(expr)
 		if m == nil {
 			t.Fatalf("%s: schedule %q: only rate(N unit) is priced", id, expr)
