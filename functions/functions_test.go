@@ -742,6 +742,9 @@ func TestInitFailures(t *testing.T) {
 	}
 	cases = append(cases,
 		tc{"ShortAdminToken/upload", "upload", "ADMIN_TOKEN", []string{dbURL, "ADMIN_TOKEN=short"}},
+		tc{"BadAdminTokenSHA256/list", "list", "ADMIN_TOKEN_SHA256", []string{dbURL, "ADMIN_TOKEN_SHA256=" + adminToken}},
+		tc{"AdminTokenAndSHA256/ack", "ack", "ADMIN_TOKEN_SHA256", []string{dbURL, "ADMIN_TOKEN=" + adminToken,
+			"ADMIN_TOKEN_SHA256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}},
 		tc{"NoDatabaseURL/sweep", "sweep", "DATABASE_URL", nil},
 		tc{"NoDatabaseURL/list", "list", "DATABASE_URL", []string{"ADMIN_TOKEN=" + adminToken}},
 		tc{"BadUploadTTL/upload", "upload", "UPLOAD_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "UPLOAD_TTL=abc"}},
