@@ -750,7 +750,6 @@ func TestInitFailures(t *testing.T) {
 		tc{"BadUploadTTL/upload", "upload", "UPLOAD_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "UPLOAD_TTL=abc"}},
 		tc{"BadUploadTTL/sweep", "sweep", "UPLOAD_TTL", []string{dbURL, "UPLOAD_TTL=abc"}},
 		tc{"BadAckRetention/sweep", "sweep", "ACK_RETENTION", []string{dbURL, "ACK_RETENTION=1 hour"}},
-		tc{"NoLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken}},
 		tc{"ShortLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=short"}},
 		tc{"BadLinkTTL/content", "content", "DOWNLOAD_LINK_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey, "DOWNLOAD_LINK_TTL=2h"}},
 	)

@@ -99,6 +99,18 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err := a.openPool(cfg, opts, sec); err != nil {
 		return nil, err
 	}
+	if cfg.LinkKeysInDatabase {
+		// Read at the first link, not now: a function starts while its
+		// database cannot answer (paused), and answers links 503 until it
+		// can.
+		db := a.DB
+		if sec.links, err = downloadlink.NewLazy(cfg.DownloadLinkTTL, func(ctx context.Context) (downloadlink.Keys, error) {
+			return LinkKeysFromDatabase(ctx, db)
+		}); err != nil {
+			a.Pool.Close()
+			return nil, fmt.Errorf("DOWNLOAD_LINK_TTL: %w", err)
+		}
+	}
 	bucket, err := openBucket(cfg, opts.OpenBucket, awsConfig)
 	if err == nil {
 		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))

@@ -47,6 +47,12 @@ type Config struct {
 	DownloadLinkKey          string
 	DownloadLinkKeySecretARN string
 	DownloadLinkTTL          time.Duration
+	// LinkKeysInDatabase is set by Load for a process that signs links
+	// (NeedLinkKey) when neither DOWNLOAD_LINK_KEY nor
+	// DOWNLOAD_LINK_KEY_SECRET_ARN is: the keys are the database's
+	// (download_link_keys, rotated by pendingctl linkkey rotate), the
+	// default, which reads no secret.
+	LinkKeysInDatabase bool
 
 	ContentBucket   string // CONTENT_BUCKET: unset keeps bytes in Postgres
 	InlineMaxBytes  int64  // INLINE_MAX_BYTES
@@ -229,8 +235,10 @@ const (
 	// NeedAdminToken: ADMIN_TOKEN, ADMIN_TOKEN_SECRET_ARN or
 	// ADMIN_TOKEN_SHA256.
 	NeedAdminToken
-	// NeedLinkKey: DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN (the
-	// content function, which signs and serves download links).
+	// NeedLinkKey: the process signs and checks download links (the
+	// content function): with DOWNLOAD_LINK_KEY or
+	// DOWNLOAD_LINK_KEY_SECRET_ARN, else with the database's keys
+	// (LinkKeysInDatabase).
 	NeedLinkKey
 )
 
@@ -401,9 +409,7 @@ func (c *Config) checkNeeds(need Requirement, errs *errorList) {
 		errs.add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
 	}
 	errs.add(c.checkAdminToken(need))
-	if need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == "" {
-		errs.add(errors.New("DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN: one must be set"))
-	}
+	c.LinkKeysInDatabase = need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == ""
 	if c.DownloadLinkKey != "" && len(c.DownloadLinkKey) < MinLinkKeyLength {
 		errs.add(fmt.Errorf("DOWNLOAD_LINK_KEY: must be at least %d characters", MinLinkKeyLength))
 	}

@@ -145,12 +145,16 @@ func TestDownloadLinkSettings(t *testing.T) {
 		!strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
 		t.Errorf("short key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
 	}
-	if _, err := config.Load(env(nil), config.NeedLinkKey); err == nil || !strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
-		t.Errorf("no key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
+	// Neither set: the database's keys, for a process that signs links.
+	if c, err := config.Load(env(nil), config.NeedLinkKey); err != nil || !c.LinkKeysInDatabase {
+		t.Errorf("no key: got %v, %v; want the database's keys", c.LinkKeysInDatabase, err)
+	}
+	if c, err := config.Load(env(nil), 0); err != nil || c.LinkKeysInDatabase {
+		t.Errorf("no key, no links: got %v, %v; want no keys at all", c.LinkKeysInDatabase, err)
 	}
 	for _, m := range []map[string]string{{"DOWNLOAD_LINK_KEY": strings.Repeat("k", 32)}, {"DOWNLOAD_LINK_KEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:k"}} {
-		if _, err := config.Load(env(m), config.NeedLinkKey); err != nil {
-			t.Errorf("%v: got %v", m, err)
+		if c, err := config.Load(env(m), config.NeedLinkKey); err != nil || c.LinkKeysInDatabase {
+			t.Errorf("%v: got %v, %v", m, c.LinkKeysInDatabase, err)
 		}
 	}
 }
