@@ -55,14 +55,15 @@ func start(t testing.TB, fn string, env ...string) *lambdatest.Runtime {
 	return lambdatest.Start(t, lambdatest.Build(t, fn), env)
 }
 
-// linkKey is the download links' key of the functions these tests start.
+// linkKey is a download links' key of DOWNLOAD_LINK_KEY, for the tests
+// of that variable.
 const linkKey = "functions-test-download-link-key-0123456789"
 
 // dbEnv is the environment of a function over databaseURL, authenticated
 // by the events' admin token (and, for content, signing download links
-// with linkKey).
+// with the database's keys, as the template leaves it).
 func dbEnv(databaseURL string) []string {
-	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey}
+	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken}
 }
 
 // invoke hands event to rt and returns the function's answer; a failed
