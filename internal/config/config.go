@@ -403,7 +403,8 @@ func (c *Config) readOrigins(getenv func(string) string, errs *errorList) {
 }
 
 // checkNeeds checks that what the caller needs is set: a database, an
-// admin token (long enough).
+// admin token (of one source, long enough); and, for a process that signs
+// links, sets where their keys come from (LinkKeysInDatabase).
 func (c *Config) checkNeeds(need Requirement, errs *errorList) {
 	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
 		errs.add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
