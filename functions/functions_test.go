@@ -55,14 +55,15 @@ func start(t testing.TB, fn string, env ...string) *lambdatest.Runtime {
 	return lambdatest.Start(t, lambdatest.Build(t, fn), env)
 }
 
-// linkKey is the download links' key of the functions these tests start.
+// linkKey is a download links' key of DOWNLOAD_LINK_KEY, for the tests
+// of that variable.
 const linkKey = "functions-test-download-link-key-0123456789"
 
 // dbEnv is the environment of a function over databaseURL, authenticated
 // by the events' admin token (and, for content, signing download links
-// with linkKey).
+// with the database's keys, as the template leaves it).
 func dbEnv(databaseURL string) []string {
-	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey}
+	return []string{"DATABASE_URL=" + databaseURL, "ADMIN_TOKEN=" + adminToken}
 }
 
 // invoke hands event to rt and returns the function's answer; a failed
@@ -773,12 +774,14 @@ func TestInitFailures(t *testing.T) {
 	}
 	cases = append(cases,
 		tc{"ShortAdminToken/upload", "upload", "ADMIN_TOKEN", []string{dbURL, "ADMIN_TOKEN=short"}},
+		tc{"BadAdminTokenSHA256/list", "list", "ADMIN_TOKEN_SHA256", []string{dbURL, "ADMIN_TOKEN_SHA256=" + adminToken}},
+		tc{"AdminTokenAndSHA256/ack", "ack", "ADMIN_TOKEN_SHA256", []string{dbURL, "ADMIN_TOKEN=" + adminToken,
+			"ADMIN_TOKEN_SHA256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}},
 		tc{"NoDatabaseURL/sweep", "sweep", "DATABASE_URL", nil},
 		tc{"NoDatabaseURL/list", "list", "DATABASE_URL", []string{"ADMIN_TOKEN=" + adminToken}},
 		tc{"BadUploadTTL/upload", "upload", "UPLOAD_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "UPLOAD_TTL=abc"}},
 		tc{"BadUploadTTL/sweep", "sweep", "UPLOAD_TTL", []string{dbURL, "UPLOAD_TTL=abc"}},
 		tc{"BadAckRetention/sweep", "sweep", "ACK_RETENTION", []string{dbURL, "ACK_RETENTION=1 hour"}},
-		tc{"NoLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken}},
 		tc{"ShortLinkKey/content", "content", "DOWNLOAD_LINK_KEY", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=short"}},
 		tc{"BadLinkTTL/content", "content", "DOWNLOAD_LINK_TTL", []string{dbURL, "ADMIN_TOKEN=" + adminToken, "DOWNLOAD_LINK_KEY=" + linkKey, "DOWNLOAD_LINK_TTL=2h"}},
 	)

@@ -2,11 +2,17 @@ package functions_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/pendinguploads/pendinguploads/internal/app"
+	"github.com/pendinguploads/pendinguploads/internal/downloadlink"
 )
 
 const (
@@ -106,5 +112,67 @@ func TestLinkThroughTheContentFunction(t *testing.T) {
 	content.Stop()
 	if logs := content.Logs(); !strings.Contains(logs, `"via":"link"`) || strings.Contains(logs, sig) {
 		t.Errorf("the content function's lines: want the link's fetch, never its signature %s:\n%s", sig, logs)
+	}
+}
+
+// TestLinkKeysFromTheDatabase: the content function started as a stack
+// from zero starts it, with no secret at all (the admin token's SHA-256,
+// no DOWNLOAD_LINK_KEY, no DOWNLOAD_LINK_KEY_SECRET_ARN), signs its links
+// with the database's current key (download_link_keys, the link's key=
+// its id) and opens them; after a rotation in the database (pendingctl
+// linkkey rotate's statement) the link still opens, and a new one names
+// the new key.
+func TestLinkKeysFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := knownDB(t)
+	sum := sha256.Sum256([]byte(adminToken))
+	upload := start(t, "upload", dbEnv(dbURL)...)
+	content := start(t, "content", "DATABASE_URL="+dbURL, "ADMIN_TOKEN_SHA256="+hex.EncodeToString(sum[:]))
+	pool := openPool(t, dbURL)
+	current := func() string {
+		t.Helper()
+		k, err := app.LinkKeysFromDatabase(context.Background(), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return downloadlink.KeyID(k.Current)
+	}
+	var staged struct {
+		Files []stagedFile `json:"files"`
+	}
+	wantJSON(t, invokeHTTP(t, upload, readEvent(t, "upload")), http.StatusOK, &staged)
+	params := map[string]string{"workspaceId": workspacePlaceholder, "fileId": staged.Files[0].FileID}
+	mint := func() url.Values {
+		t.Helper()
+		var link struct {
+			URL string `json:"url"`
+		}
+		wantJSON(t, invokeHTTP(t, content, routeEvent(t, "POST", linkPath, params, nil, nil)), http.StatusOK, &link)
+		u, err := url.Parse(link.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Query()
+	}
+	get := func(q url.Values) int {
+		bare := map[string]string{"Authorization": "", "Cookie": ""}
+		return invokeHTTP(t, content, withQuery(t, routeEvent(t, "GET", downloadPath, params, bare, nil), q)).StatusCode
+	}
+	first := mint()
+	if got, want := first.Get("key"), current(); got != want {
+		t.Fatalf("the link's key: got %s, want the database's current key %s", got, want)
+	}
+	if code := get(first); code != http.StatusOK {
+		t.Fatalf("the link: got %d, want 200", code)
+	}
+	if _, err := app.RotateLinkKey(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	second := mint() // within a minute of the first read: perhaps the old key still
+	if code := get(first); code != http.StatusOK {
+		t.Errorf("the first link after the rotation: got %d, want 200", code)
+	}
+	if code := get(second); code != http.StatusOK {
+		t.Errorf("a link minted after the rotation: got %d, want 200", code)
 	}
 }

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,32 @@ func mustConn(t *testing.T, dsn string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// TestDownloadLinkKeys: the migration writes one download link key, 64
+// hex digits, a different one on each database (random, not a constant of
+// the file); up again writes no other.
+func TestDownloadLinkKeys(t *testing.T) {
+	ctx := context.Background()
+	var keys []string
+	for range 2 {
+		dsn := pgtest.MustEmptyURL(t)
+		for i := range 2 {
+			if err := migrations.Up(ctx, dsn); err != nil {
+				t.Fatalf("up #%d: %v", i+1, err)
+			}
+		}
+		conn := mustConn(t, dsn)
+		var key string
+		if err := conn.QueryRow(ctx, `SELECT key FROM download_link_keys`).Scan(&key); err != nil {
+			t.Fatalf("one key: %v", err)
+		}
+		if len(key) != 64 || strings.Trim(key, "0123456789abcdef") != "" {
+			t.Fatalf("the key: %d characters, want 64 hex digits", len(key))
+		}
+		keys = append(keys, key)
+	}
+	if keys[0] == keys[1] {
+		t.Fatal("two databases got the same key")
+	}
 }

@@ -63,6 +63,7 @@ func TestPlatformSchema(t *testing.T) {
 				{"activity_logs still references workspaces", `SELECT count(*) = 1 FROM pg_constraint WHERE conrelid = 'activity_logs'::regclass AND contype = 'f'`},
 				{"activity_logs not marked ours", `SELECT obj_description('activity_logs'::regclass, 'pg_class') IS NULL`},
 				{"presigned_uploads added", `SELECT to_regclass('presigned_uploads') IS NOT NULL`},
+				{"one download link key, 64 hex digits, by up twice", `SELECT count(*) = 1 AND bool_and(key ~ '^[0-9a-f]{64}$') FROM download_link_keys`},
 			} {
 				var ok bool
 				if err := conn.QueryRow(ctx, q.sql).Scan(&ok); err != nil || !ok {

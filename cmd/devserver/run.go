@@ -193,7 +193,7 @@ func (d *devRun) startDependencies(ctx context.Context) error {
 		return err
 	}
 	d.adminTk = d.lookup("ADMIN_TOKEN")
-	if d.adminTk == "" && d.lookup("ADMIN_TOKEN_SECRET_ARN") == "" {
+	if d.adminTk == "" && d.lookup("ADMIN_TOKEN_SECRET_ARN") == "" && d.lookup("ADMIN_TOKEN_SHA256") == "" {
 		if d.adminTk, d.st.adminKept, err = keptAdminToken(d.st.localDir); err != nil {
 			return startErrorf("LOCAL_DIR", "admin token: %v", err)
 		}

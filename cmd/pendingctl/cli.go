@@ -46,6 +46,7 @@ For operators (talk to the database; token also to a stack, --stack):
   token     create, list or revoke workspace tokens
   sweep     delete acked and expired uploads now, once
   recount   recount the pending totals the quota reads (after a deploy, or drift)
+  linkkey   rotate the key download links are signed with
   scans     list the files held for an operator by malware scanning; release
             or block one
 
@@ -108,6 +109,7 @@ func commands() []command {
 		{"token", tokenUsage, runToken},
 		{"sweep", sweepUsage, runSweep},
 		{"recount", recountUsage, runRecount},
+		{"linkkey", linkkeyUsage, runLinkkey},
 		{"scans", scansUsage, runScans},
 		{"version", versionUsage, runVersion},
 	}

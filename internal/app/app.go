@@ -6,7 +6,10 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,6 +99,18 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if err := a.openPool(cfg, opts, sec); err != nil {
 		return nil, err
 	}
+	if cfg.LinkKeysInDatabase {
+		// Read at the first link, not now: a function starts while its
+		// database cannot answer (paused), and answers links 503 until it
+		// can.
+		db := a.DB
+		if sec.links, err = downloadlink.NewLazy(cfg.DownloadLinkTTL, func(ctx context.Context) (downloadlink.Keys, error) {
+			return LinkKeysFromDatabase(ctx, db)
+		}); err != nil {
+			a.Pool.Close()
+			return nil, fmt.Errorf("DOWNLOAD_LINK_TTL: %w", err)
+		}
+	}
 	bucket, err := openBucket(cfg, opts.OpenBucket, awsConfig)
 	if err == nil {
 		a.Store = pendinguploads.New(a.DB, bucket, StoreSettings(cfg))
@@ -106,7 +121,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 		}
 	}
 	if err == nil {
-		a.API, err = a.newAPI(cfg, sec.adminToken, sec.links)
+		a.API, err = a.newAPI(cfg, sec.adminHash, sec.links)
 	}
 	if err != nil {
 		a.Pool.Close()
@@ -138,10 +153,10 @@ func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.
 
 // secrets are what New resolves before it builds anything.
 type secrets struct {
-	dbURL      string
-	rotated    *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
-	adminToken string               // "" for none
-	links      *downloadlink.Signer // the download links' keys; nil for none
+	dbURL     string
+	rotated   *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	adminHash *[sha256.Size]byte   // the admin token's SHA-256; nil for none
+	links     *downloadlink.Signer // the download links' keys; nil for none
 }
 
 // resolveSecrets reads the database URL, the admin token and the download
@@ -159,8 +174,11 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 			}
 		})
 	}
-	sec := secrets{dbURL: cfg.DatabaseURL, adminToken: cfg.AdminToken}
+	sec := secrets{dbURL: cfg.DatabaseURL}
 	var err error
+	if sec.adminHash, err = adminTokenHash(ctx, cfg, sm); err != nil {
+		return secrets{}, err
+	}
 	if sec.dbURL == "" && cfg.DBSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.DBSecretARN)
 		if err != nil {
@@ -172,18 +190,6 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		var v rdsSecret
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
 		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
-	}
-	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
-		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
-		if err != nil {
-			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
-		}
-		if sec.adminToken, err = AdminTokenFromSecret(s); err != nil {
-			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
-		}
-		if len(sec.adminToken) < config.MinTokenLength {
-			return secrets{}, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
-		}
 	}
 	switch {
 	case cfg.DownloadLinkKey != "":
@@ -206,6 +212,37 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		return secrets{}, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
 	}
 	return sec, nil
+}
+
+// adminTokenHash is the SHA-256 of the admin token of cfg's one source:
+// ADMIN_TOKEN, the secret ADMIN_TOKEN_SECRET_ARN names (read from sm now)
+// or ADMIN_TOKEN_SHA256 (config.Load checked its form); nil for none.
+func adminTokenHash(ctx context.Context, cfg config.Config, sm SecretsAPI) (*[sha256.Size]byte, error) {
+	token := cfg.AdminToken
+	switch {
+	case cfg.AdminTokenSHA256 != "":
+		var sum [sha256.Size]byte
+		if n, err := hex.Decode(sum[:], []byte(cfg.AdminTokenSHA256)); err != nil || n != len(sum) {
+			return nil, errors.New("ADMIN_TOKEN_SHA256: not a SHA-256 in hex")
+		}
+		return &sum, nil
+	case cfg.AdminTokenSecretARN != "":
+		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
+		if err != nil {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+		}
+		if token, err = AdminTokenFromSecret(s); err != nil {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: %w", err)
+		}
+		if len(token) < config.MinTokenLength {
+			return nil, fmt.Errorf("ADMIN_TOKEN_SECRET_ARN: token shorter than %d characters", config.MinTokenLength)
+		}
+	}
+	if token == "" {
+		return nil, nil
+	}
+	sum := sha256.Sum256([]byte(token))
+	return &sum, nil
 }
 
 // openPool builds the pool (no connection yet) and sets a.Pool,
@@ -256,17 +293,16 @@ func openBucket(cfg config.Config, open BucketOpener, awsConfig func() (aws.Conf
 }
 
 // newAPI returns the HTTP API over a.Store, identifying callers with
-// adminToken and, with CP_UPSTREAM_URL, the control plane's sessions, and
-// signing download links with links (none without); nil without an
-// admin token (the sweep and migrate functions serve no API).
-func (a *App) newAPI(cfg config.Config, adminToken string, links *downloadlink.Signer) (*httpapi.API, error) {
-	if adminToken == "" {
+// the admin token's SHA-256 adminHash and, with CP_UPSTREAM_URL, the
+// control plane's sessions, and signing download links with links (none
+// without); nil without an admin token (the sweep and migrate functions
+// serve no API).
+func (a *App) newAPI(cfg config.Config, adminHash *[sha256.Size]byte, links *downloadlink.Signer) (*httpapi.API, error) {
+	if adminHash == nil {
 		return nil, nil
 	}
-	authn, err := auth.NewAuthenticator(adminToken)
-	if err != nil {
-		return nil, err
-	}
+	authn := auth.NewAuthenticatorForSHA256(*adminHash)
+	var err error
 	if cfg.CPUpstreamURL != "" {
 		if authn.Sessions, err = auth.NewSessions(cfg.CPUpstreamURL, cfg.OrgSlug); err != nil {
 			return nil, fmt.Errorf("CP_UPSTREAM_URL: %w", err)

@@ -29,8 +29,16 @@ type Config struct {
 	// for a transaction pooler (RDS Proxy, PgBouncer in transaction mode).
 	DatabaseQueryMode QueryMode
 
-	AdminToken          string // ADMIN_TOKEN
-	AdminTokenSecretARN string // ADMIN_TOKEN_SECRET_ARN
+	// The admin token comes from one of three sources, never two:
+	// AdminToken (ADMIN_TOKEN), the secret AdminTokenSecretARN
+	// (ADMIN_TOKEN_SECRET_ARN) names, or AdminTokenSHA256
+	// (ADMIN_TOKEN_SHA256): the token's SHA-256 in lower-case hex, which
+	// the admin check compares the bearer's hash with, so that no secret
+	// is read at run time (a hash of a token is not a secret: a token of
+	// at least MinTokenLength random characters cannot be found from it).
+	AdminToken          string
+	AdminTokenSecretARN string
+	AdminTokenSHA256    string
 
 	// DownloadLinkKey (DOWNLOAD_LINK_KEY) or DownloadLinkKeySecretARN
 	// (DOWNLOAD_LINK_KEY_SECRET_ARN) is the key download links are signed
@@ -39,6 +47,12 @@ type Config struct {
 	DownloadLinkKey          string
 	DownloadLinkKeySecretARN string
 	DownloadLinkTTL          time.Duration
+	// LinkKeysInDatabase is set by Load for a process that signs links
+	// (NeedLinkKey) when neither DOWNLOAD_LINK_KEY nor
+	// DOWNLOAD_LINK_KEY_SECRET_ARN is: the keys are the database's
+	// (download_link_keys, rotated by pendingctl linkkey rotate), the
+	// default, which reads no secret.
+	LinkKeysInDatabase bool
 
 	ContentBucket   string // CONTENT_BUCKET: unset keeps bytes in Postgres
 	InlineMaxBytes  int64  // INLINE_MAX_BYTES
@@ -225,10 +239,13 @@ type Requirement int
 const (
 	// NeedDatabase: DATABASE_URL or DB_SECRET_ARN.
 	NeedDatabase Requirement = 1 << iota
-	// NeedAdminToken: ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN.
+	// NeedAdminToken: ADMIN_TOKEN, ADMIN_TOKEN_SECRET_ARN or
+	// ADMIN_TOKEN_SHA256.
 	NeedAdminToken
-	// NeedLinkKey: DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN (the
-	// content function, which signs and serves download links).
+	// NeedLinkKey: the process signs and checks download links (the
+	// content function): with DOWNLOAD_LINK_KEY or
+	// DOWNLOAD_LINK_KEY_SECRET_ARN, else with the database's keys
+	// (LinkKeysInDatabase).
 	NeedLinkKey
 )
 
@@ -240,6 +257,7 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 		DBSecretARN:              strings.TrimSpace(getenv("DB_SECRET_ARN")),
 		AdminToken:               strings.TrimSpace(getenv("ADMIN_TOKEN")),
 		AdminTokenSecretARN:      strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
+		AdminTokenSHA256:         strings.TrimSpace(getenv("ADMIN_TOKEN_SHA256")),
 		DownloadLinkKey:          strings.TrimSpace(getenv("DOWNLOAD_LINK_KEY")),
 		DownloadLinkKeySecretARN: strings.TrimSpace(getenv("DOWNLOAD_LINK_KEY_SECRET_ARN")),
 		ContentBucket:            strings.TrimSpace(getenv("CONTENT_BUCKET")),
@@ -394,23 +412,56 @@ func (c *Config) readOrigins(getenv func(string) string, errs *errorList) {
 }
 
 // checkNeeds checks that what the caller needs is set: a database, an
-// admin token (long enough).
+// admin token (of one source, long enough); and, for a process that signs
+// links, sets where their keys come from (LinkKeysInDatabase).
 func (c *Config) checkNeeds(need Requirement, errs *errorList) {
 	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
 		errs.add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
 	}
-	if need&NeedAdminToken != 0 && c.AdminToken == "" && c.AdminTokenSecretARN == "" {
-		errs.add(errors.New("ADMIN_TOKEN or ADMIN_TOKEN_SECRET_ARN: one must be set"))
-	}
-	if c.AdminToken != "" && len(c.AdminToken) < MinTokenLength {
-		errs.add(fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength))
-	}
-	if need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == "" {
-		errs.add(errors.New("DOWNLOAD_LINK_KEY or DOWNLOAD_LINK_KEY_SECRET_ARN: one must be set"))
-	}
+	errs.add(c.checkAdminToken(need))
+	c.LinkKeysInDatabase = need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == ""
 	if c.DownloadLinkKey != "" && len(c.DownloadLinkKey) < MinLinkKeyLength {
 		errs.add(fmt.Errorf("DOWNLOAD_LINK_KEY: must be at least %d characters", MinLinkKeyLength))
 	}
+}
+
+// checkAdminToken checks the admin token's one source: set (when need
+// asks for it), not two at once, a token long enough, a hash of the
+// right form. Its errors name the variables, never their values.
+func (c *Config) checkAdminToken(need Requirement) error {
+	var set []string
+	for _, v := range []struct{ name, value string }{
+		{"ADMIN_TOKEN", c.AdminToken}, {"ADMIN_TOKEN_SECRET_ARN", c.AdminTokenSecretARN}, {"ADMIN_TOKEN_SHA256", c.AdminTokenSHA256},
+	} {
+		if v.value != "" {
+			set = append(set, v.name)
+		}
+	}
+	switch {
+	case len(set) > 1:
+		return fmt.Errorf("%s: set one source of the admin token, not %d", strings.Join(set, " and "), len(set))
+	case len(set) == 0 && need&NeedAdminToken != 0:
+		return errors.New("ADMIN_TOKEN, ADMIN_TOKEN_SECRET_ARN or ADMIN_TOKEN_SHA256: one must be set")
+	case c.AdminToken != "" && len(c.AdminToken) < MinTokenLength:
+		return fmt.Errorf("ADMIN_TOKEN: must be at least %d characters", MinTokenLength)
+	case c.AdminTokenSHA256 != "" && !isSHA256Hex(c.AdminTokenSHA256):
+		return errors.New(`ADMIN_TOKEN_SHA256: want the admin token's SHA-256 as 64 lower-case hex digits (printf %s "$TOKEN" | sha256sum)`)
+	}
+	return nil
+}
+
+// isSHA256Hex reports whether s is a SHA-256 in lower-case hex, as
+// sha256sum prints it.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkSessions checks the session settings: both or neither, a URL the

@@ -145,12 +145,16 @@ func TestDownloadLinkSettings(t *testing.T) {
 		!strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
 		t.Errorf("short key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
 	}
-	if _, err := config.Load(env(nil), config.NeedLinkKey); err == nil || !strings.Contains(err.Error(), "DOWNLOAD_LINK_KEY") {
-		t.Errorf("no key: got %v, want an error naming DOWNLOAD_LINK_KEY", err)
+	// Neither set: the database's keys, for a process that signs links.
+	if c, err := config.Load(env(nil), config.NeedLinkKey); err != nil || !c.LinkKeysInDatabase {
+		t.Errorf("no key: got %v, %v; want the database's keys", c.LinkKeysInDatabase, err)
+	}
+	if c, err := config.Load(env(nil), 0); err != nil || c.LinkKeysInDatabase {
+		t.Errorf("no key, no links: got %v, %v; want no keys at all", c.LinkKeysInDatabase, err)
 	}
 	for _, m := range []map[string]string{{"DOWNLOAD_LINK_KEY": strings.Repeat("k", 32)}, {"DOWNLOAD_LINK_KEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:k"}} {
-		if _, err := config.Load(env(m), config.NeedLinkKey); err != nil {
-			t.Errorf("%v: got %v", m, err)
+		if c, err := config.Load(env(m), config.NeedLinkKey); err != nil || c.LinkKeysInDatabase {
+			t.Errorf("%v: got %v, %v", m, c.LinkKeysInDatabase, err)
 		}
 	}
 }
@@ -236,5 +240,54 @@ func TestMetrics(t *testing.T) {
 		if err != nil || !slices.Equal(c.Metrics, want) {
 			t.Errorf("METRICS=%q: got %v, %v, want %v", v, c.Metrics, err, want)
 		}
+	}
+}
+
+// TestAdminTokenSHA256: the hash of the admin token is a source of its
+// own: 64 lower-case hex digits, as sha256sum prints them; anything else
+// is an error naming ADMIN_TOKEN_SHA256 and never its value; it and the
+// two other sources exclude each other, any two at once being an error
+// naming both.
+func TestAdminTokenSHA256(t *testing.T) {
+	const hash = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+	c, err := config.Load(env(map[string]string{"DATABASE_URL": "postgres://x", "ADMIN_TOKEN_SHA256": " " + hash + "\n"}),
+		config.NeedDatabase|config.NeedAdminToken)
+	if err != nil || c.AdminTokenSHA256 != hash {
+		t.Fatalf("got %q, %v; want the hash", c.AdminTokenSHA256, err)
+	}
+	for name, v := range map[string]string{
+		"UpperCase": strings.ToUpper(hash),
+		"Short":     hash[:63],
+		"Long":      hash + "0",
+		"NotHex":    hash[:63] + "g",
+		"TheToken":  "an-admin-token-not-its-hash-0123456789",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Load(env(map[string]string{"ADMIN_TOKEN_SHA256": v}), config.NeedAdminToken)
+			if err == nil || !strings.Contains(err.Error(), "ADMIN_TOKEN_SHA256") || strings.Contains(err.Error(), v) {
+				t.Fatalf("got %v, want an error naming ADMIN_TOKEN_SHA256 without the value", err)
+			}
+		})
+	}
+	const token, arn = "an-admin-token-0123456789", "arn:aws:secretsmanager:us-east-1:123456789012:secret:admin-AbCdEf"
+	for name, m := range map[string]map[string]string{
+		"TokenAndHash":   {"ADMIN_TOKEN": token, "ADMIN_TOKEN_SHA256": hash},
+		"SecretAndHash":  {"ADMIN_TOKEN_SECRET_ARN": arn, "ADMIN_TOKEN_SHA256": hash},
+		"TokenAndSecret": {"ADMIN_TOKEN": token, "ADMIN_TOKEN_SECRET_ARN": arn},
+	} {
+		t.Run("Exclusive/"+name, func(t *testing.T) {
+			_, err := config.Load(env(m), 0)
+			if err == nil {
+				t.Fatal("got no error, want one naming both variables")
+			}
+			for k, v := range m {
+				if !strings.Contains(err.Error(), k+" and") && !strings.Contains(err.Error(), k+":") {
+					t.Errorf("got %v, want it to name %s", err, k)
+				}
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("got %v: it carries the value of %s", err, k)
+				}
+			}
+		})
 	}
 }

@@ -3,18 +3,11 @@ package deploytest
 import (
 	"regexp"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/pendinguploads/pendinguploads/internal/config"
 )
-
-// linkKeySecret is the stack's generated key of download links, in every
-// shape of the stack.
-const linkKeySecret = "DownloadLinkKeySecret"
 
 // TestAccessLogLeavesOutTheQuery: API Gateway's access-log format names
 // only variables that cannot carry a request's query string, where a
@@ -47,9 +40,10 @@ func TestAccessLogLeavesOutTheQuery(t *testing.T) {
 
 // TestDownloadLinkSettings: every DownloadLinkTtl the template admits is a
 // DOWNLOAD_LINK_TTL the configuration accepts, and its default is the
-// configuration's; the content function alone reads the stack's
-// generated key (long enough for the configuration) and serves the link
-// routes.
+// configuration's; the content function gets it, and no function is given
+// a key or a secret of one (DOWNLOAD_LINK_KEY, DOWNLOAD_LINK_KEY_SECRET_ARN):
+// the keys are the database's (download_link_keys), so no function reads
+// Secrets Manager for them and the stack keeps no secret of them.
 func TestDownloadLinkSettings(t *testing.T) {
 	tpl := loadTemplate(t)
 	values := seq(get(tpl.doc, "Parameters", "DownloadLinkTtl", "AllowedValues"))
@@ -69,25 +63,21 @@ func TestDownloadLinkSettings(t *testing.T) {
 	if d, err := time.ParseDuration(scalar(get(tpl.doc, "Parameters", "DownloadLinkTtl", "Default"))); err != nil || d != config.DefaultDownloadLinkTTL {
 		t.Errorf("DownloadLinkTtl: default %v (%v), the configuration's %v", d, err, config.DefaultDownloadLinkTTL)
 	}
-	n, err := strconv.Atoi(scalar(get(tpl.doc, "Resources", "DownloadLinkKeySecret", "Properties", "GenerateSecretString", "PasswordLength")))
-	if err != nil || n < config.MinLinkKeyLength {
-		t.Errorf("DownloadLinkKeySecret: PasswordLength %d (%v), want at least %d", n, err, config.MinLinkKeyLength)
-	}
-	resources := map[string]*yaml.Node{}
-	for i, res := 0, get(tpl.doc, "Resources"); i+1 < len(res.Content); i += 2 {
-		resources[res.Content[i].Value] = res.Content[i+1]
+	content, ok := tpl.functions["Content"]
+	if !ok || ref(get(content.node, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_TTL")) != "DownloadLinkTtl" {
+		t.Errorf("Content: want DOWNLOAD_LINK_TTL !Ref DownloadLinkTtl")
 	}
 	for id, fn := range tpl.functions {
-		reads := secretsReadBy(get(fn.node, "Properties", "Policies"), resources)["Ref:"+linkKeySecret]
-		env := get(fn.node, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_KEY_SECRET_ARN")
-		if id == "Content" {
-			if !reads || ref(env) != "DownloadLinkKeySecret" || ref(get(fn.node, "Properties", "Environment", "Variables", "DOWNLOAD_LINK_TTL")) != "DownloadLinkTtl" {
-				t.Errorf("Content: want DOWNLOAD_LINK_KEY_SECRET_ARN !Ref DownloadLinkKeySecret, a policy to read it, DOWNLOAD_LINK_TTL !Ref DownloadLinkTtl")
+		for _, v := range []string{"DOWNLOAD_LINK_KEY", "DOWNLOAD_LINK_KEY_SECRET_ARN"} {
+			if get(fn.node, "Properties", "Environment", "Variables", v) != nil {
+				t.Errorf("%s: %s is set; the download links' keys are the database's", id, v)
 			}
-			continue
 		}
-		if reads || env != nil {
-			t.Errorf("%s: reads the download links' key; only Content signs and checks links", id)
+	}
+	for i, res := 0, get(tpl.doc, "Resources"); i+1 < len(res.Content); i += 2 {
+		if desc := scalar(get(res.Content[i+1], "Properties", "Description")); scalar(get(res.Content[i+1], "Type")) == "AWS::SecretsManager::Secret" &&
+			regexp.MustCompile(`(?i)link`).MatchString(res.Content[i].Value+desc) {
+			t.Errorf("%s: a secret of the download links' key; the keys are the database's", res.Content[i].Value)
 		}
 	}
 }

@@ -66,9 +66,6 @@ func TestDeployFromZero(t *testing.T) {
 	one := func(typ string) (string, *yaml.Node) {
 		t.Helper()
 		ids := s.ofType(typ)
-		if typ == "AWS::SecretsManager::Secret" { // besides the download links' key, in every shape
-			ids = slices.DeleteFunc(ids, func(id string) bool { return id == linkKeySecret })
-		}
 		if len(ids) != 1 {
 			t.Fatalf("%s: got %v, want one", typ, ids)
 		}
@@ -231,9 +228,9 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Errorf("Globals VpcConfig: got %s %s, want the given SubnetIds and SecurityGroupIds",
 			canon(get(vc, "SubnetIds")), canon(get(vc, "SecurityGroupIds")))
 	}
-	tokens := slices.DeleteFunc(s.ofType("AWS::SecretsManager::Secret"), func(id string) bool { return id == linkKeySecret })
+	tokens := s.ofType("AWS::SecretsManager::Secret")
 	if len(tokens) != 1 {
-		t.Fatalf("secrets: got %v, want the generated admin token only (besides %s)", tokens, linkKeySecret)
+		t.Fatalf("secrets: got %v, want the generated admin token only", tokens)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:"+tokens[0])
 	if o := get(tpl.doc, "Outputs", "DatabaseEndpoint"); o == nil || s.condition(scalar(get(o, "Condition"))) {
@@ -246,8 +243,8 @@ func TestDeployBesideThePlatform(t *testing.T) {
 	}
 	s = newShape(t, tpl, given)
 	s.checkRefs()
-	if ids := s.ofType("AWS::SecretsManager::Secret"); !slices.Equal(ids, []string{linkKeySecret}) {
-		t.Errorf("secrets %v created though AdminTokenSecretArn is given, want the download links' key alone", ids)
+	if ids := s.ofType("AWS::SecretsManager::Secret"); len(ids) > 0 {
+		t.Errorf("secrets %v created though AdminTokenSecretArn is given, want none", ids)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:AdminTokenSecretArn")
 
@@ -418,10 +415,10 @@ func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
 // checkFunctionSecrets: every function this shape creates with the
 // Globals' environment may read exactly the secrets it is given, and no
 // other: the database's (DB_SECRET_ARN), the admin token's when given
-// ADMIN_TOKEN_SECRET_ARN, the download links' key when given
-// DOWNLOAD_LINK_KEY_SECRET_ARN (the content function), each resolved in
-// this shape. (The iotendpoint and pushrelay functions replace that
-// environment by an intrinsic, and read no secret.) The proxy, when there is one, reads the database's
+// ADMIN_TOKEN_SECRET_ARN, a download links' key when given
+// DOWNLOAD_LINK_KEY_SECRET_ARN (none is: the keys are the database's),
+// each resolved in this shape. (The iotendpoint and pushrelay functions
+// replace that environment by an intrinsic, and read no secret.) The proxy, when there is one, reads the database's
 // alone.
 func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
 	t.Helper()

@@ -18,7 +18,7 @@
 // current key, and checks links of the current key and, for TTL plus
 // KeysMaxAge after a rotation, of the previous one. A Signer whose keys
 // are read from a store (NewReloading: the secret's current and previous
-// versions) reads them again when a link names a key it does not hold (a
+// versions; NewLazy: the database's newest two keys) reads them again when a link names a key it does not hold (a
 // rotation another instance has seen first), and when they are older
 // than KeysMaxAge, so that two instances, one started before a rotation
 // and one after, accept each other's links.
@@ -149,6 +149,18 @@ func NewReloading(ctx context.Context, ttl time.Duration, reload func(context.Co
 	return s, nil
 }
 
+// NewLazy returns a Signer like NewReloading's that reads its keys first
+// at its first Sign or Check, not now: a process starts while the store
+// of its keys (the database) cannot answer, and its Sign and Check are
+// ErrKeysUnavailable until a read succeeds (tried at most once every
+// ReloadEvery, with ReloadTimeout).
+func NewLazy(ttl time.Duration, reload func(context.Context) (Keys, error)) (*Signer, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("downloadlink: ttl %s is not positive", ttl)
+	}
+	return &Signer{TTL: ttl, Now: time.Now, reload: reload}, nil
+}
+
 // setKeys checks k and makes it the Signer's, read at read.
 func (s *Signer) setKeys(k Keys, read time.Time) error {
 	if len(k.Current) < MinKeyBytes || (k.Previous != "" && len(k.Previous) < MinKeyBytes) {
@@ -185,9 +197,10 @@ func (s *Signer) current(ctx context.Context, unknown bool) (Keys, error) {
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
 	s.mu.Lock()
+	before := read
 	k, read, tried = s.keys, s.read, s.tried
 	s.mu.Unlock()
-	if !read.Before(now) || now.Sub(tried) < ReloadEvery {
+	if !read.Equal(before) || now.Sub(tried) < ReloadEvery {
 		return held() // read, or tried, by another call meanwhile
 	}
 	// Its own bound, not the request's: a caller gone mid-read must not
@@ -198,9 +211,14 @@ func (s *Signer) current(ctx context.Context, unknown bool) (Keys, error) {
 	if err == nil {
 		err = s.setKeys(nk, now)
 	}
-	s.mu.Lock()
-	s.tried = now
-	s.mu.Unlock()
+	if err != nil || unknown {
+		// A read that succeeded because the keys were due is not counted:
+		// a link naming a key it does not hold is read for at once (the
+		// first read of NewLazy's keys, a rotation seen elsewhere first).
+		s.mu.Lock()
+		s.tried = now
+		s.mu.Unlock()
+	}
 	if err != nil {
 		if now.Sub(read) >= KeysMaxAge {
 			return Keys{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)

@@ -245,3 +245,72 @@ func reloadingAt(t *testing.T, ctx context.Context, ttl time.Duration, k Keys, c
 	s.Now = clock
 	return s
 }
+
+// TestNewLazy: a Signer of NewLazy reads nothing when made; its first
+// Sign reads the keys, and a store that cannot answer then is
+// ErrKeysUnavailable, read again no sooner than ReloadEvery (concurrent
+// calls share one read); a link naming a key it does not hold is read
+// for at once after a read that was due (a rotation seen elsewhere
+// first), and made-up keys at most once every ReloadEvery.
+func TestNewLazy(t *testing.T) {
+	ctx := context.Background()
+	const k1, k2 = testKey + "-one", testKey + "-two"
+	store := &keyStore{keys: Keys{Current: k1}, err: errors.New("database paused")}
+	s, err := NewLazy(5*time.Minute, store.read)
+	if err != nil || store.reads != 0 {
+		t.Fatalf("NewLazy: %v, %d reads; want none", err, store.reads)
+	}
+	now := time.Now()
+	s.Now = func() time.Time { return now }
+	ws, file := uuid.New(), uuid.New()
+
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Sign(ctx, ws, file); !errors.Is(err, ErrKeysUnavailable) {
+				t.Errorf("sign, the store down: got %v, want ErrKeysUnavailable", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if store.reads != 1 {
+		t.Errorf("5 signs at once, the store down: %d reads, want 1", store.reads)
+	}
+	store.mu.Lock()
+	store.err = nil
+	store.mu.Unlock()
+	if _, err := s.Sign(ctx, ws, file); !errors.Is(err, ErrKeysUnavailable) || store.reads != 1 {
+		t.Errorf("within ReloadEvery of the failed read: got %v, %d reads; want ErrKeysUnavailable, no read", err, store.reads)
+	}
+	now = now.Add(ReloadEvery)
+	if l, err := s.Sign(ctx, ws, file); err != nil || !strings.Contains(l.Query, KeyID(k1)) {
+		t.Fatalf("the store back: got %v, %v; want a link of the first key", l, err)
+	}
+
+	// Another instance saw a rotation first: its link names k2.
+	store.rotate(k2, now)
+	other, err := New(k2, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Now = s.Now
+	l, err := other.Sign(ctx, ws, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := url.ParseQuery(l.Query)
+	reads := store.reads
+	if _, err := s.Check(ctx, ws, file, q.Get(ParamExpires), q.Get(ParamKey), q.Get(ParamSignature)); err != nil || store.reads != reads+1 {
+		t.Errorf("a link of the new key right after the first read: got %v, %d reads; want good, one read", err, store.reads-reads)
+	}
+	for range 3 {
+		if _, err := s.Check(ctx, ws, file, q.Get(ParamExpires), KeyID("made-up"), q.Get(ParamSignature)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a made-up key: got %v, want ErrInvalid", err)
+		}
+	}
+	if store.reads != reads+1 {
+		t.Errorf("made-up keys within ReloadEvery of a read for one: %d reads, want none", store.reads-reads-1)
+	}
+}
