@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,8 +35,9 @@ type App struct {
 	DatabaseURL string
 	Pool        *pgxpool.Pool
 	// DB is what the store and the token look-ups query through: the
-	// pool, or with DB_SECRET_ARN the pool that re-reads the password
-	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
+	// pool (with DB_IAM_USER, each new connection's password a freshly
+	// signed token), or with DB_SECRET_ARN the pool that re-reads the
+	// password after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
 	// either one with the timeouts set in each transaction (pooledDB).
 	// Token administration (internal/admin) uses it too.
 	DB      pendinguploads.DB
@@ -140,6 +142,7 @@ func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.
 type secrets struct {
 	dbURL      string
 	rotated    *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	iam        *iamToken            // the token of DB_IAM_USER, signed per new connection; nil without
 	adminToken string               // "" for none
 	links      *downloadlink.Signer // the download links' keys; nil for none
 }
@@ -173,6 +176,22 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
 		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
 	}
+	if cfg.DBIAMUser != "" {
+		// No secret: the password is a token the process signs itself,
+		// with its credentials loaded when the first connection needs
+		// them (none: that connect fails, a 503, not the process).
+		sec.dbURL = iamDatabaseURL(cfg)
+		sec.iam = newIAMToken(cfg, aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			awsCfg, err := awsConfig()
+			if err != nil {
+				return aws.Credentials{}, err
+			}
+			if awsCfg.Credentials == nil {
+				return aws.Credentials{}, errors.New("aws config: no credentials")
+			}
+			return awsCfg.Credentials.Retrieve(ctx)
+		}))
+	}
 	if sec.adminToken == "" && cfg.AdminTokenSecretARN != "" {
 		s, err := secretString(ctx, sm, cfg.AdminTokenSecretARN)
 		if err != nil {
@@ -203,7 +222,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 	}
 	if sec.dbURL == "" {
-		return secrets{}, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
+		return secrets{}, fmt.Errorf("DATABASE_URL, DB_SECRET_ARN or DB_IAM_USER: one must be set")
 	}
 	return sec, nil
 }
@@ -219,8 +238,11 @@ func (a *App) openPool(cfg config.Config, opts Options, sec secrets) error {
 		maxConns = DefaultMaxConns
 	}
 	var beforeConnect func(context.Context, *pgx.ConnConfig) error
-	if sec.rotated != nil {
+	switch {
+	case sec.rotated != nil:
 		beforeConnect = sec.rotated.beforeConnect
+	case sec.iam != nil:
+		beforeConnect = sec.iam.beforeConnect
 	}
 	pool, perTx, err := newPool(sec.dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
