@@ -33,7 +33,12 @@ type App struct {
 	// DatabaseURL is the resolved connection URL. It may hold a password:
 	// never log it.
 	DatabaseURL string
-	Pool        *pgxpool.Pool
+	// BeforeConnect gives a new connection on DatabaseURL what the URL
+	// does not hold: with DB_IAM_USER, a freshly signed token as its
+	// password; nil otherwise. A program that opens its own connections
+	// on DatabaseURL (the migrations) passes it on.
+	BeforeConnect func(context.Context, *pgx.ConnConfig) error
+	Pool          *pgxpool.Pool
 	// DB is what the store and the token look-ups query through: the
 	// pool (with DB_IAM_USER, each new connection's password a freshly
 	// signed token), or with DB_SECRET_ARN the pool that re-reads the
@@ -249,6 +254,9 @@ func (a *App) openPool(cfg config.Config, opts Options, sec secrets) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	a.Pool, a.DatabaseURL = pool, sec.dbURL
+	if sec.iam != nil {
+		a.BeforeConnect = sec.iam.beforeConnect
+	}
 	var db pendinguploads.DB = pool
 	if sec.rotated != nil {
 		db = &RotatingPool{pool: pool, password: sec.rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}
