@@ -410,6 +410,37 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepLeavesNoSession: after a run the sweep's process, which
+// Lambda freezes until the next run, holds no session on the database:
+// one it kept would keep a database that pauses when idle (Aurora
+// Serverless v2 at 0 ACU) awake until the server's idle_session_timeout.
+// The process is still running here, waiting for its next event, as a
+// frozen one would be when thawed.
+func TestSweepLeavesNoSession(t *testing.T) {
+	t.Parallel()
+	url := pgtest.MustURL(t)
+	rt := start(t, "sweep", "DATABASE_URL="+url)
+	pool := openPool(t, url)
+	invoke(t, rt, readEvent(t, "sweep"))
+	// The sweep's sessions are named by the pool (application_name); a
+	// closed one leaves pg_stat_activity as its backend exits, just after
+	// the answer: waited for, at most 10 s, while the idle connection of
+	// a process that kept it would stay a minute (MaxConnIdleTime).
+	var n int
+	for i := 0; i < 400; i++ {
+		if err := pool.QueryRow(context.Background(), `
+			SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = 'pendinguploads'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Errorf("after its run the sweep holds %d sessions, want none", n)
+}
+
 // TestSweepEssentialMetrics: with METRICS naming one metric (the
 // template's Monitoring=essential: the backlog alarm's), the sweep's EMF
 // lines are that metric's alone; the rest stay in its log line.

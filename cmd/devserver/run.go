@@ -28,7 +28,8 @@ import (
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
-// SweepInterval matches the production schedule, rate(5 minutes).
+// SweepInterval is the template's shortest SweepEvery, rate(5 minutes): a
+// dev server shows the sweep's work soon (production's default is hourly).
 const SweepInterval = 5 * time.Minute
 
 // localDB is the database the dev server's own cluster serves.

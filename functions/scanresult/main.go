@@ -29,6 +29,7 @@ func main() {
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
 		if ev.DetailType == scanresult.ScheduledEvent {
+			defer a.CloseIdle(ctx) // as the sweep's: the process sleeps until the next run
 			return h.Overdue(ctx)
 		}
 		return h.Handle(ctx, ev)

@@ -1,9 +1,11 @@
-// Command sweep is the scheduled sweep (EventBridge, rate(5 minutes)): it
-// deletes acked rows past ACK_RETENTION and unacked rows past expires_at,
-// with their objects, and the objects of rows that never committed. It
-// returns {"acked":n,"expired":m,"orphans":k}, with "unfinished":true when
-// it stopped near its deadline (the next run resumes), or an error so
-// that Lambda records a failed run.
+// Command sweep is the scheduled sweep (EventBridge, the template's
+// SweepEvery): it deletes acked rows past ACK_RETENTION and unacked rows
+// past expires_at, with their objects, and the objects of rows that never
+// committed. It returns {"acked":n,"expired":m,"orphans":k}, with
+// "unfinished":true when it stopped near its deadline (the next run
+// resumes), or an error so that Lambda records a failed run. Each run
+// ends with its connections closed (app.CloseIdle): the process sleeps
+// until the next run, and the database may pause meanwhile.
 package main
 
 import (
@@ -27,6 +29,7 @@ func main() {
 		defer end()
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
+		defer a.CloseIdle(ctx)
 		return sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, a.Metrics)
 	})
 }

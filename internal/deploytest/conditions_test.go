@@ -176,6 +176,12 @@ func (s *shape) str(n *yaml.Node) string {
 		return v[0]
 	case "Fn::Join":
 		return strings.Join(s.list(args[1]), s.str(args[0]))
+	case "Fn::FindInMap":
+		v := get(s.tpl.doc, "Mappings", s.str(args[0]), s.str(args[1]), s.str(args[2]))
+		if v == nil || v.Kind != yaml.ScalarNode {
+			s.t.Fatalf("line %d: Fn::FindInMap %s.%s.%s: no such value", n.Line, s.str(args[0]), s.str(args[1]), s.str(args[2]))
+		}
+		return v.Value
 	default:
 		s.t.Fatalf("line %d: %s in a condition: not known to this test", n.Line, name)
 		return ""

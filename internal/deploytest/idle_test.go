@@ -56,37 +56,22 @@ func idleCost(t *testing.T, s *shape) []idleLine {
 		ids := byType[typ]
 		slices.Sort(ids)
 		switch typ {
+		case "AWS::RDS::DBCluster":
+			for _, id := range ids {
+				lines = append(lines, auroraIdle(t, s, id)...)
+			}
 		case "AWS::RDS::DBInstance":
 			for _, id := range ids {
 				p := get(created[id], "Properties")
-				class := s.str(get(p, "DBInstanceClass"))
-				pr, ok := prices[class]
-				if !ok {
-					t.Errorf("%s: instance class %s has no price", id, class)
-					continue
-				}
-				azs := 1.0
-				if isTrue(get(p, "MultiAZ")) {
-					azs = 2
-				}
-				add(fmt.Sprintf("RDS %s, %s", class, map[bool]string{true: "multi-AZ", false: "single-AZ"}[azs == 2]),
-					fmt.Sprintf("%s$%g/h × %d", map[bool]string{true: "2 × ", false: ""}[azs == 2], pr.perHour, monthHours),
-					hourly(class, azs))
-				gb, err := strconv.Atoi(scalar(get(p, "AllocatedStorage")))
-				if err != nil || scalar(get(p, "StorageType")) != "gp3" {
-					t.Errorf("%s: storage %q of type %q: only gp3 with a size is priced", id, scalar(get(p, "AllocatedStorage")), scalar(get(p, "StorageType")))
-				}
-				add(fmt.Sprintf("its storage, %d GB gp3 (backups free up to it)", gb),
-					fmt.Sprintf("%d × $%g", gb, prices["rds gp3"].perMonth), float64(gb)*prices["rds gp3"].perMonth)
-				if isTrue(get(p, "ManageMasterUserPassword")) {
-					add("its RDS-managed secret", fmt.Sprintf("$%.2f", prices["secret"].perMonth), prices["secret"].perMonth)
+				if class := s.str(get(p, "DBInstanceClass")); class != "db.serverless" || get(p, "DBClusterIdentifier") == nil {
+					t.Errorf("%s: instance class %s: only an Aurora Serverless v2 instance (db.serverless, its cluster's ACUs) is priced", id, class)
 				}
 			}
 		case "AWS::RDS::DBProxy":
-			for range ids {
-				class := s.str(get(created["Database"], "Properties", "DBInstanceClass"))
-				n := max(2, vCPUs[class])
-				add("RDS Proxy", fmt.Sprintf("%d vCPUs × $%g/h × %d", n, prices["rds proxy"].perHour, monthHours), hourly("rds proxy", float64(n)))
+			for _, id := range ids {
+				add(fmt.Sprintf("RDS Proxy %s, in front of Aurora Serverless v2", id),
+					fmt.Sprintf("%g ACUs (its minimum) × $%g/h × %d", proxyMinACUs, prices["rds proxy"].perHour, monthHours),
+					hourly("rds proxy", proxyMinACUs))
 			}
 		case "AWS::EC2::VPCEndpoint":
 			for _, id := range ids {
@@ -144,45 +129,28 @@ func scheduledRuns(t *testing.T, s *shape) []idleLine {
 	t.Helper()
 	created := s.resources()
 	var lines []idleLine
-	for _, id := range s.ofType("AWS::Events::Rule") {
-		p := get(created[id], "Properties")
-		if scalar(get(p, "ScheduleExpression")) == "" && get(p, "EventPattern") != nil {
-			continue // an event's rule (the scan results): it runs only when a client's upload is scanned
+	for _, sch := range schedules(t, s) {
+		fnID, f := sch.fn, created[sch.fn]
+		runs := sch.runs
+		mem, err := strconv.Atoi(scalar(get(f, "Properties", "MemorySize")))
+		if err != nil {
+			t.Fatalf("%s: MemorySize %q", fnID, scalar(get(f, "Properties", "MemorySize")))
 		}
-		m := rateExpr.FindStringSubmatch(scalar(get(p, "ScheduleExpression")))
-		if m == nil {
-			t.Fatalf("%s: schedule %q: only rate(N unit) is priced", id, scalar(get(p, "ScheduleExpression")))
-		}
-		n, _ := strconv.Atoi(m[1])
-		minutes := float64(n) * map[string]float64{"minute": 1, "minutes": 1, "hour": 60, "hours": 60, "day": 1440, "days": 1440}[m[2]]
-		runs := monthHours * 60 / minutes
-		for _, target := range get(p, "Targets").Content {
-			fnID := getAtt(get(target, "Arn"))
-			fnID = strings.TrimSuffix(fnID, ".Arn")
-			f := created[fnID]
-			if scalar(get(f, "Type")) != "AWS::Lambda::Function" {
-				t.Fatalf("%s: target %s is not a function of this shape", id, fnID)
-			}
-			mem, err := strconv.Atoi(scalar(get(f, "Properties", "MemorySize")))
-			if err != nil {
-				t.Fatalf("%s: MemorySize %q", fnID, scalar(get(f, "Properties", "MemorySize")))
-			}
-			gbs := runs * sweepSeconds * float64(mem) / 1024
-			month := runs*prices["lambda request"].perMonth + gbs*prices["lambda arm64 GBs"].perMonth +
-				runs*prices["xray trace"].perMonth + runs*sweepLogBytes/1e9*prices["log ingestion"].perMonth
+		gbs := runs * sweepSeconds * float64(mem) / 1024
+		month := runs*prices["lambda request"].perMonth + gbs*prices["lambda arm64 GBs"].perMonth +
+			runs*prices["xray trace"].perMonth + runs*sweepLogBytes/1e9*prices["log ingestion"].perMonth
+		lines = append(lines, idleLine{
+			fmt.Sprintf("%s: %s runs (%s), their traces and logs", fnID, thousands(runs), sch.expr),
+			fmt.Sprintf("%s × ($0.20/10⁶ + %s s × %s GB × $%s + $5/10⁶ + %s B × $0.50/GB)", thousands(runs), num(sweepSeconds), num(float64(mem)/1024), num(prices["lambda arm64 GBs"].perMonth), thousands(sweepLogBytes)),
+			month,
+		})
+		if fnID == "Sweep" {
+			ms := sweepMetrics(t, s, f)
 			lines = append(lines, idleLine{
-				fmt.Sprintf("%s: %s runs (%s), their traces and logs", fnID, thousands(runs), scalar(get(p, "ScheduleExpression"))),
-				fmt.Sprintf("%s × ($0.20/10⁶ + %s s × %s GB × $%s + $5/10⁶ + %s B × $0.50/GB)", thousands(runs), num(sweepSeconds), num(float64(mem)/1024), num(prices["lambda arm64 GBs"].perMonth), thousands(sweepLogBytes)),
-				month,
+				fmt.Sprintf("the sweep's %d custom metrics (%s)", len(ms), strings.Join(ms, ", ")),
+				fmt.Sprintf("%d × $%.2f", len(ms), prices["custom metric"].perMonth),
+				float64(len(ms)) * prices["custom metric"].perMonth,
 			})
-			if fnID == "Sweep" {
-				ms := sweepMetrics(t, s, f)
-				lines = append(lines, idleLine{
-					fmt.Sprintf("the sweep's %d custom metrics (%s)", len(ms), strings.Join(ms, ", ")),
-					fmt.Sprintf("%d × $%.2f", len(ms), prices["custom metric"].perMonth),
-					float64(len(ms)) * prices["custom metric"].perMonth,
-				})
-			}
 		}
 	}
 	return lines
@@ -377,4 +345,115 @@ func TestIdleCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// auroraIdle prices an Aurora Serverless v2 cluster at a minimum of 0
+// ACU while no client calls: it runs (at auroraMinRunningACU) only after
+// what wakes it, each scheduled run of the shape, for the cluster's
+// SecondsUntilAutoPause plus the run, and all month when an RDS Proxy
+// holds connections to it; its storage (auroraIdleGB), the I/O of each
+// wake (auroraIOPerWake) and its RDS-managed secret.
+func auroraIdle(t *testing.T, s *shape, id string) []idleLine {
+	t.Helper()
+	created := s.resources()
+	p := get(created[id], "Properties")
+	sc := get(p, "ServerlessV2ScalingConfiguration")
+	if sc == nil || scalar(get(sc, "MinCapacity")) != "0" {
+		t.Errorf("%s: only Aurora Serverless v2 at a minimum of 0 ACU (it pauses) is priced", id)
+		return nil
+	}
+	pause, err := strconv.Atoi(s.str(get(sc, "SecondsUntilAutoPause")))
+	if err != nil {
+		t.Fatalf("%s: SecondsUntilAutoPause: %v", id, err)
+	}
+	var lines []idleLine
+	var awakeSeconds, wakes float64
+	var how []string
+	proxied := false
+	for _, tg := range s.ofType("AWS::RDS::DBProxyTargetGroup") {
+		for _, c := range get(created[tg], "Properties", "DBClusterIdentifiers").Content {
+			proxied = proxied || ref(c) == id
+		}
+	}
+	if proxied {
+		awakeSeconds = monthHours * 3600
+		how = append(how, "all month: the proxy's connections keep it from pausing")
+	} else {
+		for _, sch := range schedules(t, s) {
+			// A run within SecondsUntilAutoPause of the last finds the
+			// database up and keeps it so: it never pauses, and its
+			// cache stays warm.
+			window := float64(pause) + sweepSeconds
+			if sch.minutes*60 <= window {
+				awakeSeconds += monthHours * 3600
+				how = append(how, fmt.Sprintf("%s every %s min, within the %d s pause: never paused", sch.fn, num(sch.minutes), pause))
+				continue
+			}
+			awakeSeconds += sch.runs * window
+			wakes += sch.runs
+			how = append(how, fmt.Sprintf("%s: %s wakes × %s s", sch.fn, thousands(sch.runs), num(window)))
+		}
+		awakeSeconds = min(awakeSeconds, monthHours*3600)
+	}
+	hours := awakeSeconds / 3600
+	lines = append(lines, idleLine{
+		fmt.Sprintf("Aurora Serverless v2 %s, up %s h a month (%s)", id, num(math.Round(hours*10)/10), strings.Join(how, "; ")),
+		fmt.Sprintf("%s h × %g ACU × $%g/ACU-h", num(math.Round(hours*10)/10), auroraMinRunningACU, prices["aurora acu"].perHour),
+		hours * auroraMinRunningACU * prices["aurora acu"].perHour,
+	})
+	lines = append(lines, idleLine{
+		fmt.Sprintf("its storage, %g GB (assumed: an empty cluster; backups free up to it)", auroraIdleGB),
+		fmt.Sprintf("%g × $%.2f", auroraIdleGB, prices["aurora storage"].perMonth),
+		auroraIdleGB * prices["aurora storage"].perMonth,
+	})
+	if wakes > 0 {
+		ios := wakes * auroraIOPerWake
+		lines = append(lines, idleLine{
+			fmt.Sprintf("its I/O, %s wakes × %s requests (assumed)", thousands(wakes), thousands(auroraIOPerWake)),
+			fmt.Sprintf("%s × $0.20/10⁶", thousands(ios)),
+			ios * prices["aurora io"].perMonth,
+		})
+	}
+	if isTrue(get(p, "ManageMasterUserPassword")) {
+		lines = append(lines, idleLine{"its RDS-managed secret", fmt.Sprintf("$%.2f", prices["secret"].perMonth), prices["secret"].perMonth})
+	}
+	return lines
+}
+
+// A schedule is one scheduled rule's target: the function it runs, how
+// often, and its runs a month.
+type schedule struct {
+	rule, fn, expr string
+	minutes, runs  float64
+}
+
+// schedules returns the shape's scheduled rules' targets (a rule on an
+// event pattern runs only when a client's upload is scanned: none).
+func schedules(t *testing.T, s *shape) []schedule {
+	t.Helper()
+	created := s.resources()
+	var out []schedule
+	rules := s.ofType("AWS::Events::Rule")
+	slices.Sort(rules)
+	for _, id := range rules {
+		p := get(created[id], "Properties")
+		if get(p, "ScheduleExpression") == nil && get(p, "EventPattern") != nil {
+			continue
+		}
+		expr := s.str(get(p, "ScheduleExpression"))
+		m := rateExpr.FindStringSubmatch(expr)
+		if m == nil {
+			t.Fatalf("%s: schedule %q: only rate(N unit) is priced", id, expr)
+		}
+		n, _ := strconv.Atoi(m[1])
+		minutes := float64(n) * map[string]float64{"minute": 1, "minutes": 1, "hour": 60, "hours": 60, "day": 1440, "days": 1440}[m[2]]
+		for _, target := range get(p, "Targets").Content {
+			fnID := strings.TrimSuffix(getAtt(get(target, "Arn")), ".Arn")
+			if scalar(get(created[fnID], "Type")) != "AWS::Lambda::Function" {
+				t.Fatalf("%s: target %s is not a function of this shape", id, fnID)
+			}
+			out = append(out, schedule{rule: id, fn: fnID, expr: expr, minutes: minutes, runs: monthHours * 60 / minutes})
+		}
+	}
+	return out
 }

@@ -25,6 +25,7 @@ const read = "2026-12-06"
 
 const (
 	pageRDS           = "https://aws.amazon.com/rds/postgresql/pricing/"
+	pageAurora        = "https://aws.amazon.com/rds/aurora/pricing/"
 	pageRDSProxy      = "https://aws.amazon.com/rds/proxy/pricing/"
 	pagePrivateLink   = "https://aws.amazon.com/privatelink/pricing/"
 	pageSecrets       = "https://aws.amazon.com/secrets-manager/pricing/"
@@ -37,14 +38,17 @@ const (
 
 // prices are the figures, by name.
 var prices = map[string]price{
-	// RDS for PostgreSQL, single-AZ, on-demand, by instance class.
-	"db.t4g.micro":  {perHour: 0.016, unit: "instance, single-AZ", page: pageRDS, read: read},
-	"db.t4g.small":  {perHour: 0.032, unit: "instance, single-AZ", page: pageRDS, read: read},
-	"db.t4g.medium": {perHour: 0.065, unit: "instance, single-AZ", page: pageRDS, read: read},
-	// Its storage; backups are free up to the storage provisioned.
-	"rds gp3": {perMonth: 0.115, unit: "GB-month provisioned", page: pageRDS, read: read},
-	// RDS Proxy: per vCPU of the instance behind it, 2 at least.
-	"rds proxy": {perHour: 0.015, unit: "vCPU of the database (2 at least)", page: pageRDSProxy, read: read},
+	// Aurora PostgreSQL, Aurora Standard (not I/O-Optimized): Serverless
+	// v2's capacity by the ACU-hour (billed by the second while an
+	// instance runs, nothing while it is paused), its storage by the
+	// GB-month used (backups free up to it, within the retention), and its
+	// I/O by the million requests.
+	"aurora acu":     {perHour: 0.12, unit: "ACU-hour, Aurora Serverless v2", page: pageAurora, read: read},
+	"aurora storage": {perMonth: 0.10, unit: "GB-month used, Aurora Standard", page: pageAurora, read: read},
+	"aurora io":      {perMonth: 0.20 / 1e6, unit: "I/O request, Aurora Standard", page: pageAurora, read: read},
+	// RDS Proxy in front of Aurora Serverless v2: per ACU of the instances
+	// behind it, 8 ACUs at least (proxyMinACUs).
+	"rds proxy": {perHour: 0.015, unit: "ACU-hour of the database behind it (8 at least)", page: pageRDSProxy, read: read},
 	// An interface endpoint, in each zone it has a subnet in.
 	"interface endpoint": {perHour: 0.01, unit: "endpoint in one zone", page: pagePrivateLink, read: read},
 	// A secret (the RDS-managed one too); replicas are secrets as well.
@@ -64,8 +68,28 @@ var prices = map[string]price{
 	"xray trace":       {perMonth: 5.00 / 1e6, unit: "trace recorded", page: pageXRay, read: read},
 }
 
-// vCPUs of the instance classes (RDS Proxy bills by them).
-var vCPUs = map[string]int{"db.t4g.micro": 2, "db.t4g.small": 2, "db.t4g.medium": 2}
+// What an idle Aurora Serverless v2 cluster bills beyond its price:
+// documented figures, and assumptions (said so) where AWS gives none.
+const (
+	// auroraMinRunningACU: the least a running (not paused) instance
+	// bills; with a minimum of 0 ACU the instance is either paused or
+	// running at 0.5 ACU or more (Aurora User Guide, "Aurora Serverless v2
+	// capacity": 0.5 is the smallest capacity of a running instance).
+	auroraMinRunningACU = 0.5
+	// auroraIdleGB: an assumption, not a documented figure. Aurora bills
+	// the cluster volume's bytes used (VolumeBytesUsed), which for an
+	// empty cluster AWS does not state; 1 GB covers PostgreSQL's catalogs
+	// and our empty schema with room. Measure it on a deploy
+	// (docs/capacity.md, "What it costs while idle").
+	auroraIdleGB = 1.0
+	// auroraIOPerWake: an assumption: the storage reads (8 KiB pages) and
+	// writes a resumed instance's first connection and one scheduled run
+	// make with a cold cache, a few hundred; counted high.
+	auroraIOPerWake = 1000.0
+	// proxyMinACUs: RDS Proxy's minimum in front of Aurora Serverless v2
+	// (its pricing page).
+	proxyMinACUs = 8.0
+)
 
 // What a scheduled run costs beyond its request: assumptions, not prices.
 const (

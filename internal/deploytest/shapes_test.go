@@ -123,15 +123,20 @@ func TestDeployFromZero(t *testing.T) {
 	fnSG := ref(sgs.Content[0])
 	checkSecurityGroups(t, s, fnSG, "DatabaseSecurityGroup")
 
-	// The database and its secret.
-	dbID, db := one("AWS::RDS::DBInstance")
+	// The database (an Aurora Serverless v2 cluster that pauses, and its
+	// one instance) and its secret.
+	dbID, db := one("AWS::RDS::DBCluster")
 	for _, pol := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
 		if got := scalar(get(db, pol)); got != "Snapshot" {
 			t.Errorf("%s: %s %q, want Snapshot", dbID, pol, got)
 		}
 	}
 	p := get(db, "Properties")
-	for k, want := range map[string]string{"Engine": "postgres", "ManageMasterUserPassword": "true", "StorageEncrypted": "true", "PubliclyAccessible": "false"} {
+	for k, want := range map[string]string{
+		"Engine": "aurora-postgresql", "ManageMasterUserPassword": "true", "StorageEncrypted": "true",
+		"EnableIAMDatabaseAuthentication": "true", "EnableHttpEndpoint": "true", "MasterUsername": "pendinguploads",
+		"DatabaseName": "pendinguploads",
+	} {
 		if got := lit(get(p, k)); got != want {
 			t.Errorf("%s.%s: got %q, want %q", dbID, k, got, want)
 		}
@@ -142,22 +147,40 @@ func TestDeployFromZero(t *testing.T) {
 	if days, _ := strconv.Atoi(scalar(get(p, "BackupRetentionPeriod"))); days < 1 {
 		t.Errorf("%s: BackupRetentionPeriod %q, want backups", dbID, scalar(get(p, "BackupRetentionPeriod")))
 	}
-	if got := ref(get(p, "VPCSecurityGroups").Content[0]); got != "DatabaseSecurityGroup" {
-		t.Errorf("%s: VPCSecurityGroups %s, want DatabaseSecurityGroup", dbID, got)
+	if got := ref(get(p, "VpcSecurityGroupIds").Content[0]); got != "DatabaseSecurityGroup" {
+		t.Errorf("%s: VpcSecurityGroupIds %s, want DatabaseSecurityGroup", dbID, got)
+	}
+	scaling := get(p, "ServerlessV2ScalingConfiguration")
+	if got := scalar(get(scaling, "MinCapacity")); got != "0" {
+		t.Errorf("%s: MinCapacity %q, want 0 (it pauses when idle)", dbID, got)
+	}
+	if got := canon(get(scaling, "SecondsUntilAutoPause")); got != "Ref:DatabaseSecondsUntilAutoPause" {
+		t.Errorf("%s: SecondsUntilAutoPause %s, want the parameter", dbID, got)
+	}
+	instID, inst := one("AWS::RDS::DBInstance")
+	ip := get(inst, "Properties")
+	if scalar(get(ip, "DBInstanceClass")) != "db.serverless" || ref(get(ip, "DBClusterIdentifier")) != dbID ||
+		lit(get(ip, "PubliclyAccessible")) != "false" || lit(get(ip, "Engine")) != "aurora-postgresql" {
+		t.Errorf("%s: want a private db.serverless instance of %s", instID, dbID)
+	}
+	for _, k := range []string{"MonitoringInterval", "PerformanceInsightsRetentionPeriod"} {
+		if get(ip, k) != nil {
+			t.Errorf("%s: %s set; it bills while the instance runs", instID, k)
+		}
+	}
+	if lit(get(ip, "EnablePerformanceInsights")) == "true" {
+		t.Errorf("%s: Performance Insights on; it bills while the instance runs", instID)
 	}
 	secret := "GetAtt:" + dbID + ".MasterUserSecret.SecretArn"
 	for name, want := range map[string]string{
 		"DB_SECRET_ARN": secret,
 		"DB_HOST":       "GetAtt:" + dbID + ".Endpoint.Address",
 		"DB_PORT":       "GetAtt:" + dbID + ".Endpoint.Port",
-		"DB_NAME":       "!!str" + scalar(get(p, "DBName")),
+		"DB_NAME":       "!!str" + scalar(get(p, "DatabaseName")),
 	} {
 		if got := s.env(name); got != want {
 			t.Errorf("Globals %s: got %s, want %s", name, got, want)
 		}
-	}
-	if scalar(get(p, "DBName")) == "" {
-		t.Errorf("%s: no DBName, so no database for DB_NAME", dbID)
 	}
 
 	tokenID, token := one("AWS::SecretsManager::Secret")
@@ -287,7 +310,7 @@ func TestDatabaseProxy(t *testing.T) {
 	created := s.resources()
 	proxies := s.ofType("AWS::RDS::DBProxy")
 	targets := s.ofType("AWS::RDS::DBProxyTargetGroup")
-	dbs := s.ofType("AWS::RDS::DBInstance")
+	dbs := s.ofType("AWS::RDS::DBCluster")
 	if len(proxies) != 1 || len(targets) != 1 || len(dbs) != 1 {
 		t.Fatalf("proxies %v, target groups %v, databases %v: want one each", proxies, targets, dbs)
 	}
@@ -299,7 +322,7 @@ func TestDatabaseProxy(t *testing.T) {
 		t.Errorf("%s: want POSTGRESQL, TLS, and the database's managed secret", proxy)
 	}
 	tg := get(created[targets[0]], "Properties")
-	if ref(get(tg, "DBProxyName")) != proxy || canon(get(tg, "DBInstanceIdentifiers")) != "!!seq[Ref:"+db+"]" {
+	if ref(get(tg, "DBProxyName")) != proxy || canon(get(tg, "DBClusterIdentifiers")) != "!!seq[Ref:"+db+"]" {
 		t.Errorf("%s: want the database %s behind %s", targets[0], db, proxy)
 	}
 	for name, want := range map[string]string{

@@ -347,12 +347,12 @@ func TestSweepAndMigrate(t *testing.T) {
 		found := false
 		for i := 0; events != nil && i+1 < len(events.Content); i += 2 {
 			ev := events.Content[i+1]
-			if scalar(get(ev, "Type")) == "Schedule" && scalar(get(ev, "Properties", "Schedule")) == "rate(5 minutes)" {
+			if scalar(get(ev, "Type")) == "Schedule" && onSweepSchedule(get(ev, "Properties", "Schedule"), "Schedule") {
 				found = true
 			}
 		}
 		if !found {
-			t.Error("template.yaml: Sweep has no Schedule event rate(5 minutes)")
+			t.Error("template.yaml: Sweep has no Schedule event on SweepEvery's schedule (SweepSchedules)")
 		}
 	})
 	t.Run("MigrateCustomResource", func(t *testing.T) {

@@ -54,7 +54,7 @@ var translation struct {
 // is what CloudFormation creates.
 func translated(t *testing.T, name string) *shape {
 	t.Helper()
-	translation.once.Do(func() { translation.docs, translation.skip, translation.err = translate(root(t)) })
+	translation.once.Do(func() { translation.docs, translation.skip, translation.err = translate(root(t), translatedShapes) })
 	if translation.skip != "" {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s, and CI is set: install it (pip install cfn-lint)", translation.skip)
@@ -75,8 +75,9 @@ func translated(t *testing.T, name string) *shape {
 	return s
 }
 
-// translate runs testdata/translate.py over every shape.
-func translate(root string) (map[string]*yaml.Node, string, error) {
+// translate runs testdata/translate.py over every shape of shapes (by
+// name, its parameters).
+func translate(root string, shapes map[string]map[string]string) (map[string]*yaml.Node, string, error) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		return nil, "python3 is not on PATH; the SAM translator runs in it", nil
@@ -84,7 +85,7 @@ func translate(root string) (map[string]*yaml.Node, string, error) {
 	if exec.Command(py, "-c", "import samtranslator, cfnlint").Run() != nil {
 		return nil, "python3 cannot import samtranslator and cfnlint (installed with cfn-lint)", nil
 	}
-	in, err := json.Marshal(translatedShapes)
+	in, err := json.Marshal(shapes)
 	if err != nil {
 		return nil, "", err
 	}

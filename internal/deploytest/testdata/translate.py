@@ -15,6 +15,12 @@ transform: the SAM translator that cfn-lint ships (samtranslator), with
 the shape's parameter values and cfn-lint's copy of the managed policies'
 ARNs. It prints {name: translated template}, or exits non-zero with the
 translator's error.
+
+A Fn::FindInMap whose keys Ref a parameter is resolved by the
+AWS::LanguageExtensions transform with the stack's parameter values;
+cfn-lint's expander, which has none, picks a key of its own. So each
+shape's values (its parameters', else their defaults) are put in place
+of those Refs first (bind).
 """
 
 import copy
@@ -67,6 +73,34 @@ def language_extensions(source):
     return expanded
 
 
+def bind(node, values):
+    """Puts the parameters' values in place of a Ref to one inside a
+    Fn::FindInMap, as the AWS::LanguageExtensions transform resolves it."""
+    if isinstance(node, dict):
+        if len(node) == 1 and isinstance(node.get("Fn::FindInMap"), list):
+            return {"Fn::FindInMap": [
+                values[a["Ref"]] if isinstance(a, dict) and len(a) == 1 and a.get("Ref") in values else bind(a, values)
+                for a in node["Fn::FindInMap"]
+            ]}
+        return {k: bind(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [bind(v, values) for v in node]
+    return node
+
+
+def values_of(source, params):
+    """The shape's parameter values: those given, else the defaults (plain
+    parameters only; a list's value is not a map's key)."""
+    values = {}
+    for name, p in source.get("Parameters", {}).items():
+        if "List" in str(p.get("Type", "")):
+            continue
+        v = params.get(name, p.get("Default"))
+        if v is not None:
+            values[name] = str(v)
+    return values
+
+
 def main():
     root = sys.argv[1]
     shapes = json.load(sys.stdin)
@@ -75,16 +109,17 @@ def main():
     if problems:
         sys.exit("template.yaml: %s" % problems)
     # The decoder's nodes are dicts and strings with line numbers: plain data.
-    source = include(language_extensions(json.loads(json.dumps(source))), root)
-    for res in source.get("Resources", {}).values():
-        if res.get("Type") == "AWS::Serverless::Function":
-            res.setdefault("Properties", {})["CodeUri"] = "s3://artifacts/pendinguploads.zip"
+    source = json.loads(json.dumps(source))
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     policies = load_resource(Serverless, "ManagedPolicies.json")
     out = {}
     for name, params in shapes.items():
+        shape = include(language_extensions(bind(copy.deepcopy(source), values_of(source, params))), root)
+        for res in shape.get("Resources", {}).values():
+            if res.get("Type") == "AWS::Serverless::Function":
+                res.setdefault("Properties", {})["CodeUri"] = "s3://artifacts/pendinguploads.zip"
         translator = Translator(managed_policy_map=policies, sam_parser=parser.Parser())
-        out[name] = translator.translate(sam_template=copy.deepcopy(source), parameter_values=dict(params))
+        out[name] = translator.translate(sam_template=shape, parameter_values=dict(params))
     json.dump(out, sys.stdout)
 
 
