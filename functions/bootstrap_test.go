@@ -24,9 +24,9 @@ import (
 )
 
 // runBootstrap starts bootstrap with env, invokes it with a
-// Custom::Bootstrap request of requestType and returns its answer to
+// Custom::Bootstrap request of requestType with props and returns its answer to
 // CloudFormation, and the answer's raw bytes.
-func runBootstrap(t testing.TB, requestType cfn.RequestType, env ...string) (cfn.Response, []byte) {
+func runBootstrap(t testing.TB, requestType cfn.RequestType, props map[string]any, env ...string) (cfn.Response, []byte) {
 	t.Helper()
 	url, puts := cfnServer(t)
 	rt := start(t, "bootstrap", env...)
@@ -36,7 +36,8 @@ func runBootstrap(t testing.TB, requestType cfn.RequestType, env ...string) (cfn
 	}
 	ev["ResponseURL"], ev["RequestType"], ev["LogicalResourceId"] = url, string(requestType), "Bootstrap"
 	ev["ResourceType"] = "Custom::Bootstrap"
-	ev["ResourceProperties"] = map[string]any{"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:stack-Bootstrap", "AdminTokenVersion": "1"}
+	props["ServiceToken"] = "arn:aws:lambda:us-east-1:123456789012:function:stack-Bootstrap"
+	ev["ResourceProperties"] = props
 	if requestType != cfn.RequestCreate {
 		ev["PhysicalResourceId"] = "pendinguploads-bootstrap"
 	}
@@ -107,18 +108,12 @@ func TestBootstrapThenIAM(t *testing.T) {
 	clusterARN := "arn:aws:rds:us-east-1:123456789012:cluster:pendinguploads-" + suffix
 	data := rdsdatatest.Start(t, dbURL, clusterARN, masterSecret, sm)
 
-	env := append(ep.Env(),
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER="+ep.URL,
-		"AWS_ENDPOINT_URL_RDS_DATA="+data.URL,
-		"DB_CLUSTER_ARN="+clusterARN,
-		"DB_MASTER_SECRET_ARN="+masterSecret,
-		"DB_NAME="+dbName,
-		"DB_IAM_USER="+role,
-		"ADMIN_TOKEN_SECRET_ARN="+tokenSecret,
-	)
+	env := append(ep.Env(), "AWS_ENDPOINT_URL_SECRETS_MANAGER="+ep.URL, "AWS_ENDPOINT_URL_RDS_DATA="+data.URL)
+	props := map[string]any{"ClusterArn": clusterARN, "MasterSecretArn": masterSecret, "DatabaseName": dbName,
+		"IamUser": role, "AdminTokenSecretArn": tokenSecret, "AdminTokenVersion": "1"}
 	sum := sha256.Sum256([]byte(bootstrapAdminToken))
 	for _, rt := range []cfn.RequestType{cfn.RequestCreate, cfn.RequestUpdate} {
-		resp, raw := runBootstrap(t, rt, env...)
+		resp, raw := runBootstrap(t, rt, props, env...)
 		if resp.Status != cfn.StatusSuccess {
 			t.Fatalf("%s: got %s (%s), want SUCCESS", rt, resp.Status, resp.Reason)
 		}
@@ -129,13 +124,34 @@ func TestBootstrapThenIAM(t *testing.T) {
 			t.Errorf("%s: the answer to CloudFormation carries the admin token", rt)
 		}
 	}
-	var iam, login bool
-	if err := admin.QueryRow(ctx, `SELECT pg_has_role(rolname, 'rds_iam', 'member'), rolcanlogin FROM pg_roles WHERE rolname = $1`, role).Scan(&iam, &login); err != nil || !iam || !login {
-		t.Fatalf("role %s: rds_iam %v, login %v, %v", role, iam, login, err)
+	// Beside the platform (no cluster): the hash alone, no Data API call.
+	before := data.Executed()
+	resp, _ := runBootstrap(t, cfn.RequestUpdate, map[string]any{"AdminTokenSecretArn": tokenSecret}, env...)
+	if resp.Status != cfn.StatusSuccess || resp.Data["AdminTokenSha256"] != hex.EncodeToString(sum[:]) || data.Executed() != before {
+		t.Fatalf("without a cluster: %s (%s) %v, %d statements; want the hash alone", resp.Status, resp.Reason, resp.Data, data.Executed()-before)
+	}
+	// A token the service would refuse, a missing property: FAILED, named.
+	short := newSecret("short-token", "too-short")
+	for name, p := range map[string]map[string]any{
+		"AdminTokenSecretArn": {"AdminTokenSecretArn": short},
+		"DatabaseName":        {"AdminTokenSecretArn": tokenSecret, "ClusterArn": clusterARN, "MasterSecretArn": masterSecret},
+	} {
+		if resp, raw := runBootstrap(t, cfn.RequestCreate, p, env...); resp.Status != cfn.StatusFailed || !strings.Contains(resp.Reason, name) || strings.Contains(string(raw), "too-short") {
+			t.Errorf("%s: got %s (%s), want FAILED naming it, without the secret", name, resp.Status, resp.Reason)
+		}
+	}
+	if resp, _ := runBootstrap(t, cfn.RequestDelete, map[string]any{}, env...); resp.Status != cfn.StatusSuccess {
+		t.Errorf("Delete: got %s (%s), want SUCCESS", resp.Status, resp.Reason)
+	}
+
+	var iam, login, masterIn bool
+	if err := admin.QueryRow(ctx, `SELECT pg_has_role(rolname, 'rds_iam', 'member'), rolcanlogin, pg_has_role($2, rolname, 'member') FROM pg_roles WHERE rolname = $1`,
+		role, master).Scan(&iam, &login, &masterIn); err != nil || !iam || !login || !masterIn {
+		t.Fatalf("role %s: rds_iam %v, login %v, the master a member %v, %v", role, iam, login, masterIn, err)
 	}
 
 	iamEnv := proxy.Env(role, dbName)
-	resp := runMigrate(t, cfn.RequestCreate, iamEnv...)
+	resp = runMigrate(t, cfn.RequestCreate, iamEnv...)
 	if resp.Status != cfn.StatusSuccess {
 		t.Fatalf("migrate as %s: %s (%s)", role, resp.Status, resp.Reason)
 	}

@@ -3,9 +3,9 @@
 // the stack's network so that nothing inside it needs Secrets Manager at
 // run time:
 //
-//   - With the stack's own database (DB_CLUSTER_ARN set), it creates the
+//   - With the stack's own database (ClusterArn set), it creates the
 //     database role the in-VPC functions connect as with IAM database
-//     authentication (DB_IAM_USER, default pendinguploads_app), through
+//     authentication (IamUser, default pendinguploads_app), through
 //     the RDS Data API with the cluster's master secret: the role LOGIN
 //     if missing, granted rds_iam ("To use IAM authentication with
 //     PostgreSQL, connect to the DB instance, create database users, and
@@ -14,8 +14,10 @@
 //     and USAGE and CREATE on the schema public, so that the migrations,
 //     run by the in-VPC migrate function as that role, create the tables
 //     it then owns and serves. Nothing more: not the master's rights,
-//     not CREATEROLE, not other databases.
-//   - Always, it reads the admin token's secret (ADMIN_TOKEN_SECRET_ARN)
+//     not CREATEROLE, not other databases. The master user is made a
+//     member of the role, so that it (an operator with the master
+//     secret, RDS Proxy) can still act on the tables the role owns.
+//   - Always, it reads the admin token's secret (AdminTokenSecretArn)
 //     and answers Data.AdminTokenSha256, the lower-case hex SHA-256 of
 //     the token exactly as app.AdminTokenFromSecret reads it: the
 //     functions' ADMIN_TOKEN_SHA256, checked without a call to Secrets
@@ -57,25 +59,31 @@ const PhysicalID = "pendinguploads-bootstrap"
 // DefaultRole is the database role the in-VPC functions connect as.
 const DefaultRole = "pendinguploads_app"
 
-// Environment variables the resource reads, besides awsenv's.
+// Properties are the custom resource's properties (besides ServiceToken),
+// as the template gives them: the function itself has no environment of
+// its own (the template's Globals would hand it the other functions',
+// among them ADMIN_TOKEN_SHA256, this resource's own answer).
+type Properties struct {
+	// ClusterArn is the Aurora cluster the Data API runs on; empty: no
+	// database step (the platform's database).
+	ClusterArn string
+	// MasterSecretArn is the cluster's RDS-managed master secret, which
+	// the Data API authenticates with.
+	MasterSecretArn string
+	// DatabaseName is the database whose schema public the role gets.
+	DatabaseName string
+	// IamUser is the role created (DefaultRole when empty).
+	IamUser string
+	// AdminTokenSecretArn holds the admin token.
+	AdminTokenSecretArn string
+	// AdminTokenVersion is not read: a new value makes CloudFormation
+	// send an Update, which hashes the token again (after a rotation).
+	AdminTokenVersion string
+}
+
+// Endpoint overrides, the SDK's own service-specific variable names, for
+// local stand-ins (the tests); unset in AWS.
 const (
-	// EnvClusterARN (DB_CLUSTER_ARN) is the Aurora cluster the Data API
-	// runs on; unset: no database step (the platform's database).
-	EnvClusterARN = "DB_CLUSTER_ARN"
-	// EnvMasterSecretARN (DB_MASTER_SECRET_ARN) is the cluster's
-	// RDS-managed master secret, which the Data API authenticates with.
-	EnvMasterSecretARN = "DB_MASTER_SECRET_ARN"
-	// EnvDatabase (DB_NAME) is the database the role is given the schema
-	// public of.
-	EnvDatabase = "DB_NAME"
-	// EnvRole (DB_IAM_USER) is the role created (DefaultRole when unset).
-	EnvRole = "DB_IAM_USER"
-	// EnvAdminTokenSecretARN (ADMIN_TOKEN_SECRET_ARN) holds the admin
-	// token.
-	EnvAdminTokenSecretARN = "ADMIN_TOKEN_SECRET_ARN"
-	// EnvDataEndpoint and EnvSecretsEndpoint override the services' URLs
-	// (the SDK's own service-specific variable names) for local
-	// stand-ins; unset in AWS.
 	EnvDataEndpoint    = "AWS_ENDPOINT_URL_RDS_DATA"
 	EnvSecretsEndpoint = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 )
@@ -110,51 +118,25 @@ type Resource struct {
 	Data    DataAPI
 	Secrets app.SecretsAPI
 
-	clusterARN, masterSecretARN, database, role string
-	adminTokenSecretARN                         string
-
 	initErr error
 	log     *slog.Logger
 	// wait is how long before a resuming database is asked again.
 	wait time.Duration
 }
 
-// New returns the resource over getenv's settings and AWS configuration
-// (awsenv). A setting that cannot be read does not stop it: Create and
-// Update then fail with it as their reason, and Delete still succeeds.
+// New returns the resource over getenv's AWS configuration (awsenv:
+// AWS_REGION and the role's keys, as Lambda sets them). A configuration
+// that cannot be read does not stop it: Create and Update then fail with
+// it as their reason, and Delete still succeeds.
 func New(getenv func(string) string, log *slog.Logger) *Resource {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Resource{log: log, wait: resumeWait,
-		clusterARN:          strings.TrimSpace(getenv(EnvClusterARN)),
-		masterSecretARN:     strings.TrimSpace(getenv(EnvMasterSecretARN)),
-		database:            strings.TrimSpace(getenv(EnvDatabase)),
-		role:                strings.TrimSpace(getenv(EnvRole)),
-		adminTokenSecretARN: strings.TrimSpace(getenv(EnvAdminTokenSecretARN)),
-	}
-	if r.role == "" {
-		r.role = DefaultRole
-	}
-	var errs []error
-	if r.adminTokenSecretARN == "" {
-		errs = append(errs, fmt.Errorf("%s: must be set", EnvAdminTokenSecretARN))
-	}
-	if r.clusterARN != "" {
-		if r.masterSecretARN == "" {
-			errs = append(errs, fmt.Errorf("%s: must be set with %s", EnvMasterSecretARN, EnvClusterARN))
-		}
-		if r.database == "" {
-			errs = append(errs, fmt.Errorf("%s: must be set with %s", EnvDatabase, EnvClusterARN))
-		}
-		if !validRole.MatchString(r.role) {
-			errs = append(errs, fmt.Errorf("%s: want a lower-case identifier, got %q", EnvRole, r.role))
-		}
-	}
+	r := &Resource{log: log, wait: resumeWait}
 	cfg, err := awsenv.Load(getenv, log)
-	errs = append(errs, err)
-	if r.initErr = errors.Join(errs...); r.initErr != nil {
-		log.Error("init failed", "err", r.initErr.Error())
+	if err != nil {
+		r.initErr = err
+		log.Error("init failed", "err", err.Error())
 		return r
 	}
 	r.Secrets = secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
@@ -162,14 +144,47 @@ func New(getenv func(string) string, log *slog.Logger) *Resource {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	if r.clusterARN != "" {
-		r.Data = rdsdata.NewFromConfig(cfg, func(o *rdsdata.Options) {
-			if ep := strings.TrimSpace(getenv(EnvDataEndpoint)); ep != "" {
-				o.BaseEndpoint = aws.String(ep)
-			}
-		})
-	}
+	r.Data = rdsdata.NewFromConfig(cfg, func(o *rdsdata.Options) {
+		if ep := strings.TrimSpace(getenv(EnvDataEndpoint)); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
 	return r
+}
+
+// properties reads and checks ev's properties.
+func properties(ev cfn.Event) (Properties, error) {
+	str := func(k string) string {
+		v, _ := ev.ResourceProperties[k].(string)
+		return strings.TrimSpace(v)
+	}
+	p := Properties{
+		ClusterArn:          str("ClusterArn"),
+		MasterSecretArn:     str("MasterSecretArn"),
+		DatabaseName:        str("DatabaseName"),
+		IamUser:             str("IamUser"),
+		AdminTokenSecretArn: str("AdminTokenSecretArn"),
+		AdminTokenVersion:   str("AdminTokenVersion"),
+	}
+	if p.IamUser == "" {
+		p.IamUser = DefaultRole
+	}
+	var errs []error
+	if p.AdminTokenSecretArn == "" {
+		errs = append(errs, errors.New("AdminTokenSecretArn: must be set"))
+	}
+	if p.ClusterArn != "" {
+		if p.MasterSecretArn == "" {
+			errs = append(errs, errors.New("MasterSecretArn: must be set with ClusterArn"))
+		}
+		if p.DatabaseName == "" {
+			errs = append(errs, errors.New("DatabaseName: must be set with ClusterArn"))
+		}
+		if !validRole.MatchString(p.IamUser) {
+			errs = append(errs, fmt.Errorf("IamUser: want a lower-case identifier, got %q", p.IamUser))
+		}
+	}
+	return p, errors.Join(errs...)
 }
 
 // Handle is a cfn.CustomResourceFunction (for cfn.LambdaWrap, which PUTs
@@ -194,22 +209,26 @@ func (r *Resource) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	if r.initErr != nil {
 		return PhysicalID, nil, cfnresource.Reason("bootstrap cannot start: %v", r.initErr)
 	}
+	p, err := properties(ev)
+	if err != nil {
+		return PhysicalID, nil, cfnresource.Reason("bootstrap: %v", err)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, dl.Add(-answerMargin))
 		defer cancel()
 	}
-	if r.clusterARN != "" {
-		if err := r.createRole(ctx); err != nil {
+	if p.ClusterArn != "" {
+		if err := r.createRole(ctx, p); err != nil {
 			r.log.ErrorContext(ctx, "database role failed", "err", err.Error(), "request_type", ev.RequestType)
-			return PhysicalID, nil, cfnresource.Reason("database role %s: %v", r.role, err)
+			return PhysicalID, nil, cfnresource.Reason("database role %s: %v", p.IamUser, err)
 		}
-		r.log.InfoContext(ctx, "database role ready", "role", r.role, "request_type", ev.RequestType)
+		r.log.InfoContext(ctx, "database role ready", "role", p.IamUser, "request_type", ev.RequestType)
 	}
-	sum, err := r.adminTokenSHA256(ctx)
+	sum, err := r.adminTokenSHA256(ctx, p.AdminTokenSecretArn)
 	if err != nil {
 		r.log.ErrorContext(ctx, "admin token failed", "err", err.Error(), "request_type", ev.RequestType)
-		return PhysicalID, nil, cfnresource.Reason("%s: %v", EnvAdminTokenSecretARN, err)
+		return PhysicalID, nil, cfnresource.Reason("AdminTokenSecretArn: %v", err)
 	}
 	r.log.InfoContext(ctx, "admin token hashed", "request_type", ev.RequestType)
 	return PhysicalID, map[string]any{"AdminTokenSha256": sum}, nil
@@ -224,14 +243,17 @@ func Statements(role string) []string {
 		`ALTER ROLE ` + id + ` LOGIN`,
 		`GRANT rds_iam TO ` + id,
 		`GRANT USAGE, CREATE ON SCHEMA public TO ` + id,
+		// The master user (the Data API's, an operator's, RDS Proxy's)
+		// acts on what the role owns as a member of it.
+		`GRANT ` + id + ` TO CURRENT_USER`,
 	}
 }
 
 // createRole runs Statements through the Data API as the master secret's
 // user.
-func (r *Resource) createRole(ctx context.Context) error {
-	for _, sql := range Statements(r.role) {
-		if err := r.execute(ctx, sql); err != nil {
+func (r *Resource) createRole(ctx context.Context, p Properties) error {
+	for _, sql := range Statements(p.IamUser) {
+		if err := r.execute(ctx, p, sql); err != nil {
 			return err
 		}
 	}
@@ -239,11 +261,11 @@ func (r *Resource) createRole(ctx context.Context) error {
 }
 
 // execute runs one statement, again while the database resumes.
-func (r *Resource) execute(ctx context.Context, sql string) error {
+func (r *Resource) execute(ctx context.Context, p Properties, sql string) error {
 	in := &rdsdata.ExecuteStatementInput{
-		ResourceArn: aws.String(r.clusterARN),
-		SecretArn:   aws.String(r.masterSecretARN),
-		Database:    aws.String(r.database),
+		ResourceArn: aws.String(p.ClusterArn),
+		SecretArn:   aws.String(p.MasterSecretArn),
+		Database:    aws.String(p.DatabaseName),
 		Sql:         aws.String(sql),
 	}
 	for i := 1; ; i++ {
@@ -267,8 +289,8 @@ func (r *Resource) execute(ctx context.Context, sql string) error {
 // lower-case hex SHA-256 of the token as app.AdminTokenFromSecret reads
 // it, refusing one the service would refuse (shorter than
 // config.MinTokenLength).
-func (r *Resource) adminTokenSHA256(ctx context.Context) (string, error) {
-	out, err := r.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(r.adminTokenSecretARN)})
+func (r *Resource) adminTokenSHA256(ctx context.Context, arn string) (string, error) {
+	out, err := r.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 	if err != nil {
 		return "", err
 	}
