@@ -173,7 +173,9 @@ func TestDeployFromZero(t *testing.T) {
 	}
 	secret := "GetAtt:" + dbID + ".MasterUserSecret.SecretArn"
 	for name, want := range map[string]string{
-		"DB_SECRET_ARN": secret,
+		// IAM database authentication: no secret at run time.
+		"DB_SECRET_ARN": "!!str",
+		"DB_IAM_USER":   "!!strpendinguploads_app",
 		"DB_HOST":       "GetAtt:" + dbID + ".Endpoint.Address",
 		"DB_PORT":       "GetAtt:" + dbID + ".Endpoint.Port",
 		"DB_NAME":       "!!str" + scalar(get(p, "DatabaseName")),
@@ -189,7 +191,8 @@ func TestDeployFromZero(t *testing.T) {
 		lit(get(g, "ExcludePunctuation")) != "true" {
 		t.Errorf("%s: want a generated plain string of at least %d characters without punctuation (an Authorization header as it is)", tokenID, config.MinTokenLength)
 	}
-	checkFunctionSecrets(t, s, secret, "Ref:"+tokenID)
+	checkFunctionSecrets(t, s, "", "Ref:"+tokenID)
+	checkIAMDatabaseAuth(t, s, dbID, secret, "Ref:"+tokenID)
 
 	if ids := s.ofType("AWS::S3::Bucket"); len(ids) != 1 || s.env("CONTENT_BUCKET") != "Ref:"+ids[0] {
 		t.Errorf("the bucket: got %v and CONTENT_BUCKET %s, want one bucket the functions use", ids, s.env("CONTENT_BUCKET"))
@@ -425,7 +428,7 @@ func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
 // alone.
 func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
 	t.Helper()
-	if got := s.env("DB_SECRET_ARN"); got != dbSecret {
+	if got := strings.TrimPrefix(s.env("DB_SECRET_ARN"), "!!str"); got != dbSecret {
 		t.Errorf("Globals DB_SECRET_ARN: got %s, want %s", got, dbSecret)
 	}
 	created := s.resources()
@@ -434,7 +437,10 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 		if fn == nil || ref(get(s.tpl.functions[id].node, "Properties", "Environment")) == "AWS::NoValue" {
 			continue
 		}
-		want := map[string]bool{dbSecret: true}
+		want := map[string]bool{}
+		if dbSecret != "" {
+			want[dbSecret] = true
+		}
 		if v := get(fn, "Properties", "Environment", "Variables", "ADMIN_TOKEN_SECRET_ARN"); v != nil {
 			if got := canon(v); got != tokenSecret {
 				t.Errorf("%s: ADMIN_TOKEN_SECRET_ARN %s, want %s", id, got, tokenSecret)
@@ -449,6 +455,10 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 		}
 	}
 	for _, id := range s.ofType("AWS::RDS::DBProxy") {
+		if dbSecret == "" {
+			t.Errorf("%s: a proxy, whose client side takes the database's secret, in a shape whose functions read none", id)
+			continue
+		}
 		role := getAtt(get(created[id], "Properties", "RoleArn"))
 		r := created[strings.TrimSuffix(role, ".Arn")]
 		got := secretsReadBy(get(r, "Properties", "ManagedPolicyArns"), created)
@@ -519,4 +529,125 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// dbUserARN is the one database user the in-VPC functions may connect as
+// with IAM database authentication, on cluster db.
+func dbUserARN(db string) string {
+	return "!Sub" + "arn:${AWS::Partition}:rds-db:${AWS::Region}:${AWS::AccountId}:dbuser:${" + db + ".DBClusterResourceId}/pendinguploads_app"
+}
+
+// statementsOf returns the Allow statements of policies (a function's
+// Policies, resolved): inline Statement entries and those of the
+// AWS::IAM::ManagedPolicy resources named by Ref, as action -> resources
+// (canon).
+func statementsOf(policies *yaml.Node, resources map[string]*yaml.Node) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	add := func(statements *yaml.Node) {
+		for i := 0; statements != nil && i < len(statements.Content); i++ {
+			st := statements.Content[i]
+			if scalar(get(st, "Effect")) != "Allow" {
+				continue
+			}
+			var res []string
+			if r := get(st, "Resource"); r != nil && r.Kind == yaml.SequenceNode && r.Tag == "!!seq" {
+				for _, c := range r.Content {
+					res = append(res, canon(c))
+				}
+			} else {
+				res = append(res, canon(r))
+			}
+			for _, a := range append(seq(get(st, "Action")), scalar(get(st, "Action"))) {
+				if a == "" {
+					continue
+				}
+				if out[a] == nil {
+					out[a] = map[string]bool{}
+				}
+				for _, r := range res {
+					out[a][r] = true
+				}
+			}
+		}
+	}
+	for i := 0; policies != nil && i < len(policies.Content); i++ {
+		pol := policies.Content[i]
+		add(get(pol, "Statement"))
+		add(get(pol, "PolicyDocument", "Statement"))
+		if r := resources[ref(pol)]; r != nil && scalar(get(r, "Type")) == "AWS::IAM::ManagedPolicy" {
+			add(get(r, "Properties", "PolicyDocument", "Statement"))
+		}
+	}
+	return out
+}
+
+// checkIAMDatabaseAuth: in a shape whose functions connect to the
+// stack's own cluster db with IAM database authentication, every function
+// in the VPC may rds-db:connect as pendinguploads_app on db and nothing
+// else, and none may read the database's secret (masterSecret); the
+// Bootstrap function, outside the VPC, may read masterSecret and the
+// admin token's secret and call the Data API on db alone, and its
+// custom resource, which the migrations wait for, hands ADMIN_TOKEN_SHA256
+// to the functions.
+func checkIAMDatabaseAuth(t *testing.T, s *shape, db, masterSecret, tokenSecret string) {
+	t.Helper()
+	created := s.resources()
+	for id := range s.tpl.functions {
+		fn := created[id]
+		if fn == nil || id == "Bootstrap" {
+			continue
+		}
+		p := get(fn, "Properties")
+		st := statementsOf(get(p, "Policies"), created)
+		if role := getAtt(get(p, "Role")); role != "" {
+			st = statementsOf(get(created[strings.TrimSuffix(role, ".Arn")], "Properties", "Policies"), created)
+		}
+		if st["secretsmanager:GetSecretValue"][masterSecret] {
+			t.Errorf("%s may read the database's secret %s; it connects with a token", id, masterSecret)
+		}
+		inVPC := ref(get(s.tpl.functions[id].node, "Properties", "VpcConfig")) != "AWS::NoValue"
+		got := slices.Sorted(maps.Keys(st["rds-db:connect"]))
+		want := []string{dbUserARN(db)}
+		if !inVPC {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s may rds-db:connect on %v, want %v", id, got, want)
+		}
+	}
+	if got := s.env("ADMIN_TOKEN_SHA256"); got != "GetAtt:Bootstrapped.AdminTokenSha256" {
+		t.Errorf("Globals ADMIN_TOKEN_SHA256: got %s, want Bootstrapped's answer", got)
+	}
+	if got := canon(get(created["Migrations"], "Properties", "Bootstrapped")); got != "Ref:Bootstrapped" {
+		t.Errorf("Migrations: Bootstrapped %s, want Ref:Bootstrapped (the role exists before the migrations run as it)", got)
+	}
+	cr := get(created["Bootstrapped"], "Properties")
+	for k, want := range map[string]string{
+		"ServiceToken": "GetAtt:Bootstrap.Arn", "ClusterArn": "GetAtt:" + db + ".DBClusterArn", "MasterSecretArn": masterSecret,
+		"IamUser": "!!strpendinguploads_app", "AdminTokenSecretArn": tokenSecret, "AdminTokenVersion": "Ref:AdminTokenVersion",
+	} {
+		if got := canon(get(cr, k)); got != want {
+			t.Errorf("Bootstrapped.%s: got %s, want %s", k, got, want)
+		}
+	}
+	bp := get(created["Bootstrap"], "Properties")
+	if ref(get(s.tpl.functions["Bootstrap"].node, "Properties", "VpcConfig")) != "AWS::NoValue" {
+		t.Errorf("Bootstrap: in the VPC; it calls the Data API and Secrets Manager from outside it")
+	}
+	role := strings.TrimSuffix(getAtt(get(bp, "Role")), ".Arn")
+	st := statementsOf(get(created[role], "Properties", "Policies"), created)
+	wantActions := map[string][]string{
+		"secretsmanager:GetSecretValue": slices.Sorted(slices.Values([]string{masterSecret, tokenSecret})),
+		"rds-data:ExecuteStatement":     {"GetAtt:" + db + ".DBClusterArn"},
+		"logs:CreateLogStream":          {"GetAtt:BootstrapLogs.Arn"},
+		"logs:PutLogEvents":             {"GetAtt:BootstrapLogs.Arn"},
+	}
+	if len(st) != len(wantActions) {
+		t.Errorf("%s: actions %v, want %v", role, slices.Sorted(maps.Keys(st)), slices.Sorted(maps.Keys(wantActions)))
+	}
+	for a, want := range wantActions {
+		if got := slices.Sorted(maps.Keys(st[a])); !slices.Equal(got, want) {
+			t.Errorf("%s: %s on %v, want %v", role, a, got, want)
+		}
+	}
 }
