@@ -348,54 +348,16 @@ func TestIdleCost(t *testing.T) {
 }
 
 // auroraIdle prices an Aurora Serverless v2 cluster at a minimum of 0
-// ACU while no client calls: it runs (at auroraMinRunningACU) only after
-// what wakes it, each scheduled run of the shape, for the cluster's
-// SecondsUntilAutoPause plus the run, and all month when an RDS Proxy
-// holds connections to it; its storage (auroraIdleGB), the I/O of each
-// wake (auroraIOPerWake) and its RDS-managed secret.
+// ACU while no client calls: its capacity while up (auroraAwake), its
+// storage (auroraIdleGB), the I/O of each wake (auroraIOPerWake) and its
+// RDS-managed secret.
 func auroraIdle(t *testing.T, s *shape, id string) []idleLine {
 	t.Helper()
-	created := s.resources()
-	p := get(created[id], "Properties")
-	sc := get(p, "ServerlessV2ScalingConfiguration")
-	if sc == nil || scalar(get(sc, "MinCapacity")) != "0" {
-		t.Errorf("%s: only Aurora Serverless v2 at a minimum of 0 ACU (it pauses) is priced", id)
+	hours, wakes, how, ok := auroraAwake(t, s, id)
+	if !ok {
 		return nil
 	}
-	pause, err := strconv.Atoi(s.str(get(sc, "SecondsUntilAutoPause")))
-	if err != nil {
-		t.Fatalf("%s: SecondsUntilAutoPause: %v", id, err)
-	}
 	var lines []idleLine
-	var awakeSeconds, wakes float64
-	var how []string
-	proxied := false
-	for _, tg := range s.ofType("AWS::RDS::DBProxyTargetGroup") {
-		for _, c := range get(created[tg], "Properties", "DBClusterIdentifiers").Content {
-			proxied = proxied || ref(c) == id
-		}
-	}
-	if proxied {
-		awakeSeconds = monthHours * 3600
-		how = append(how, "all month: the proxy's connections keep it from pausing")
-	} else {
-		for _, sch := range schedules(t, s) {
-			// A run within SecondsUntilAutoPause of the last finds the
-			// database up and keeps it so: it never pauses, and its
-			// cache stays warm.
-			window := float64(pause) + sweepSeconds
-			if sch.minutes*60 <= window {
-				awakeSeconds += monthHours * 3600
-				how = append(how, fmt.Sprintf("%s every %s min, within the %d s pause: never paused", sch.fn, num(sch.minutes), pause))
-				continue
-			}
-			awakeSeconds += sch.runs * window
-			wakes += sch.runs
-			how = append(how, fmt.Sprintf("%s: %s wakes × %s s", sch.fn, thousands(sch.runs), num(window)))
-		}
-		awakeSeconds = min(awakeSeconds, monthHours*3600)
-	}
-	hours := awakeSeconds / 3600
 	lines = append(lines, idleLine{
 		fmt.Sprintf("Aurora Serverless v2 %s, up %s h a month (%s)", id, num(math.Round(hours*10)/10), strings.Join(how, "; ")),
 		fmt.Sprintf("%s h × %g ACU × $%g/ACU-h", num(math.Round(hours*10)/10), auroraMinRunningACU, prices["aurora acu"].perHour),
@@ -414,10 +376,52 @@ func auroraIdle(t *testing.T, s *shape, id string) []idleLine {
 			ios * prices["aurora io"].perMonth,
 		})
 	}
-	if isTrue(get(p, "ManageMasterUserPassword")) {
+	if isTrue(get(get(s.resources()[id], "Properties"), "ManageMasterUserPassword")) {
 		lines = append(lines, idleLine{"its RDS-managed secret", fmt.Sprintf("$%.2f", prices["secret"].perMonth), prices["secret"].perMonth})
 	}
 	return lines
+}
+
+// auroraAwake returns the hours a month an Aurora Serverless v2 cluster at
+// a minimum of 0 ACU runs while no client calls, the wakes from a pause
+// among them, and how: each scheduled run of the shape wakes it for its
+// SecondsUntilAutoPause plus the run (the runs close their connections:
+// app.CloseIdle), a schedule that comes back within that keeps it up all
+// month, several are added as if they never overlapped (an upper bound),
+// and an RDS Proxy's connections keep it up all month. ok is false (and
+// the test failed) for a cluster that does not pause.
+func auroraAwake(t *testing.T, s *shape, id string) (hours, wakes float64, how []string, ok bool) {
+	t.Helper()
+	created := s.resources()
+	sc := get(created[id], "Properties", "ServerlessV2ScalingConfiguration")
+	if sc == nil || scalar(get(sc, "MinCapacity")) != "0" {
+		t.Errorf("%s: only Aurora Serverless v2 at a minimum of 0 ACU (it pauses) is priced", id)
+		return 0, 0, nil, false
+	}
+	pause, err := strconv.Atoi(s.str(get(sc, "SecondsUntilAutoPause")))
+	if err != nil {
+		t.Fatalf("%s: SecondsUntilAutoPause: %v", id, err)
+	}
+	for _, tg := range s.ofType("AWS::RDS::DBProxyTargetGroup") {
+		for _, c := range get(created[tg], "Properties", "DBClusterIdentifiers").Content {
+			if ref(c) == id {
+				return monthHours, 0, []string{"all month: the proxy's connections keep it from pausing"}, true
+			}
+		}
+	}
+	var seconds float64
+	for _, sch := range schedules(t, s) {
+		window := float64(pause) + sweepSeconds
+		if sch.minutes*60 <= window {
+			seconds += monthHours * 3600
+			how = append(how, fmt.Sprintf("%s every %s min, within the %d s pause: never paused", sch.fn, num(sch.minutes), pause))
+			continue
+		}
+		seconds += sch.runs * window
+		wakes += sch.runs
+		how = append(how, fmt.Sprintf("%s: %s wakes × %s s", sch.fn, thousands(sch.runs), num(window)))
+	}
+	return min(seconds, monthHours*3600) / 3600, wakes, how, true
 }
 
 // A schedule is one scheduled rule's target: the function it runs, how

@@ -24,16 +24,14 @@ type price struct {
 const read = "2026-12-06"
 
 const (
-	pageRDS           = "https://aws.amazon.com/rds/postgresql/pricing/"
-	pageAurora        = "https://aws.amazon.com/rds/aurora/pricing/"
-	pageRDSProxy      = "https://aws.amazon.com/rds/proxy/pricing/"
-	pagePrivateLink   = "https://aws.amazon.com/privatelink/pricing/"
-	pageSecrets       = "https://aws.amazon.com/secrets-manager/pricing/"
-	pageCloudWatch    = "https://aws.amazon.com/cloudwatch/pricing/"
-	pageRoute53       = "https://aws.amazon.com/route53/pricing/"
-	pageLambda        = "https://aws.amazon.com/lambda/pricing/"
-	pageXRay          = "https://aws.amazon.com/xray/pricing/"
-	pageInstanceClass = "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/Concepts.DBInstanceClass.Summary.html"
+	pageAurora      = "https://aws.amazon.com/rds/aurora/pricing/"
+	pageRDSProxy    = "https://aws.amazon.com/rds/proxy/pricing/"
+	pagePrivateLink = "https://aws.amazon.com/privatelink/pricing/"
+	pageSecrets     = "https://aws.amazon.com/secrets-manager/pricing/"
+	pageCloudWatch  = "https://aws.amazon.com/cloudwatch/pricing/"
+	pageRoute53     = "https://aws.amazon.com/route53/pricing/"
+	pageLambda      = "https://aws.amazon.com/lambda/pricing/"
+	pageXRay        = "https://aws.amazon.com/xray/pricing/"
 )
 
 // prices are the figures, by name.

@@ -1,8 +1,12 @@
 package deploytest
 
 import (
+	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -32,6 +36,7 @@ func TestSweepEvery(t *testing.T) {
 	shapes := map[string]map[string]string{}
 	for _, v := range values {
 		shapes[v] = map[string]string{"SweepEvery": v, "MalwareScanning": "guardduty"}
+		shapes[v+"/sweep alone"] = map[string]string{"SweepEvery": v}
 	}
 	docs, skip, err := translate(root(t), shapes)
 	if skip != "" {
@@ -44,6 +49,7 @@ func TestSweepEvery(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := scalar(get(tpl.doc, "Parameters", "SweepEvery", "Default"))
+	var rows strings.Builder
 	for _, v := range values {
 		t.Run(v, func(t *testing.T) {
 			s := newShape(t, template{doc: docs[v]}, shapes[v])
@@ -82,5 +88,21 @@ func TestSweepEvery(t *testing.T) {
 				}
 			}
 		})
+		// The sweep alone, from zero: docs/capacity.md's row for v.
+		s := newShape(t, template{doc: docs[v+"/sweep alone"]}, shapes[v+"/sweep alone"])
+		hours, wakes, _, _ := auroraAwake(t, s, "DatabaseCluster")
+		name := "`" + v + "`"
+		if v == def {
+			name += " (default)"
+		}
+		fmt.Fprintf(&rows, "| %s | %s | %s h | $%.2f | $%.2f |\n", name, thousands(wakes), num(math.Round(hours*10)/10),
+			hours*auroraMinRunningACU*prices["aurora acu"].perHour, wakes*auroraIOPerWake*prices["aurora io"].perMonth)
+	}
+	doc, err := os.ReadFile(filepath.Join(root(t), "docs", "capacity.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), rows.String()) {
+		t.Errorf("docs/capacity.md's table of the database's idle price by SweepEvery is not what the template costs; want its rows\n%s", rows.String())
 	}
 }

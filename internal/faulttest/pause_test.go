@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/app"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/faultkit"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
@@ -78,6 +79,63 @@ func TestDatabasePausedThenResumes(t *testing.T) {
 	}
 	if srv.DBPause.Refused() == 0 {
 		t.Error("the pause refused no connection: the service's pool did not go through it")
+	}
+}
+
+// TestDatabaseResumingHoldsTheConnect: the service's database takes a
+// new connection and answers nothing until it has resumed (pgpause's
+// hold: Aurora's endpoint may hold a connection while its instance
+// resumes, rather than refuse it). A hold shorter than the pool's connect
+// timeout (app.DefaultConnectTimeout) is waited for: the upload is
+// answered 200 after it, stored once. A longer one answers 503 with
+// Retry-After, never a 500, and stores nothing; sent again after the
+// hold, it is stored once.
+func TestDatabaseResumingHoldsTheConnect(t *testing.T) {
+	t.Parallel()
+	srv := apptest.NewServer(t, apptest.Options{DBPause: true})
+	ws := uuid.New()
+	url := srv.URL + "/workspaces/" + ws.String() + "/chat/uploads"
+	upload := func(name string) (int, string, []byte) {
+		body, ctype := faultkit.Multipart(faultkit.File{Name: name, Type: "text/plain", Content: []byte(name)})
+		return send(t, "POST", url, srv.AdminToken, ctype, body)
+	}
+	stored := func() int {
+		return count(t, srv.Pool, `SELECT count(*) FROM pending_uploads WHERE workspace_id = $1`, ws)
+	}
+
+	srv.App.Pool.Reset() // no connection left, as none is to a paused database
+	srv.DBPause.HoldFor(app.DefaultConnectTimeout / 2)
+	if status, _, answer := upload("short.txt"); status != http.StatusOK {
+		t.Fatalf("a hold shorter than the connect timeout: got %d %s, want 200 after it", status, answer)
+	}
+	if srv.DBPause.Held() == 0 {
+		t.Fatal("the hold held no connection: the service's pool did not go through it")
+	}
+	if n := stored(); n != 1 {
+		t.Fatalf("after the short hold: %d files stored, want 1", n)
+	}
+
+	srv.App.Pool.Reset()
+	hold := app.DefaultConnectTimeout + 2*time.Second
+	srv.DBPause.HoldFor(hold)
+	end := time.Now().Add(hold)
+	status, retryAfter, answer := upload("long.txt")
+	if status != http.StatusServiceUnavailable {
+		t.Fatalf("a hold longer than the connect timeout: got %d %s, want 503", status, answer)
+	}
+	wantError(t, faultkit.Response{Status: status, Body: answer}, 503, "storage unavailable, retry shortly", "unavailable")
+	if secs, err := strconv.Atoi(retryAfter); err != nil || secs < 1 || secs > 30 {
+		t.Fatalf("503 with Retry-After %q, want whole seconds, 1 to 30", retryAfter)
+	}
+	if n := stored(); n != 1 {
+		t.Fatalf("a 503 stored a file: %d stored, want 1", n)
+	}
+	time.Sleep(time.Until(end))
+	if status, _, answer := upload("long.txt"); status != http.StatusOK {
+		t.Fatalf("sent again after the hold: got %d %s, want 200", status, answer)
+	}
+	if n := stored(); n != 2 {
+		t.Errorf("after the long hold: %d files stored, want 2", n)
 	}
 }
 

@@ -4,8 +4,12 @@
 // connection it is asked for). It is a loopback proxy in front of
 // Postgres (tcpproxy) that, while paused, accepts each new connection
 // and closes it at once, before a byte of the server's, as a listener
-// with no database behind it does; connections made before the pause go
-// on. It is bounded as tcpproxy is, and stops at the test's cleanup.
+// with no database behind it does; or, while holding, accepts each new
+// connection and passes nothing either way until the hold ends, then
+// serves it, as an endpoint that takes a connection and answers it once
+// its database has resumed does. Connections made before either go on.
+// It is bounded as tcpproxy is (a hold ends when its time is up), and
+// stops at the test's cleanup.
 package pgpause
 
 import (
@@ -24,6 +28,9 @@ type Proxy struct {
 
 	until   atomic.Int64 // unix nanoseconds the pause lasts until
 	refused atomic.Int64
+
+	holdUntil atomic.Int64 // unix nanoseconds the hold lasts until
+	held      atomic.Int64
 }
 
 // Start listens on a free loopback port in front of target (host:port),
@@ -41,6 +48,13 @@ func (p *Proxy) PauseFor(d time.Duration) { p.until.Store(time.Now().Add(d).Unix
 // Paused reports whether a new connection would be refused now.
 func (p *Proxy) Paused() bool { return time.Now().UnixNano() < p.until.Load() }
 
+// HoldFor holds every new connection for d from now: accepted, and not a
+// byte passed either way until d has passed; then it is served.
+func (p *Proxy) HoldFor(d time.Duration) { p.holdUntil.Store(time.Now().Add(d).UnixNano()) }
+
+// Held is how many connections a hold held.
+func (p *Proxy) Held() int64 { return p.held.Load() / 2 }
+
 // Refused is how many connections the pause refused.
 func (p *Proxy) Refused() int64 { return p.refused.Load() / 2 }
 
@@ -53,6 +67,10 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		dst.Close()
 		src.Close()
 		return
+	}
+	if until := p.holdUntil.Load(); time.Now().UnixNano() < until {
+		p.held.Add(1)
+		time.Sleep(time.Until(time.Unix(0, until)))
 	}
 	_, err := io.Copy(dst, src)
 	if err == nil {
