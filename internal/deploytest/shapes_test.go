@@ -239,6 +239,7 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Fatalf("secrets: got %v, want the generated admin token only (besides %s)", tokens, linkKeySecret)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:"+tokens[0])
+	checkBootstrap(t, s, "", "", "Ref:"+tokens[0])
 	if o := get(tpl.doc, "Outputs", "DatabaseEndpoint"); o == nil || s.condition(scalar(get(o, "Condition"))) {
 		t.Errorf("output DatabaseEndpoint: want it only for the stack's own database")
 	}
@@ -253,6 +254,7 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Errorf("secrets %v created though AdminTokenSecretArn is given, want the download links' key alone", ids)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:AdminTokenSecretArn")
+	checkBootstrap(t, s, "", "", "Ref:AdminTokenSecretArn")
 
 	// A proxy is only for the stack's own database.
 	given["EnableDatabaseProxy"] = "true"
@@ -335,6 +337,13 @@ func TestDatabaseProxy(t *testing.T) {
 		if got := s.env(name); got != want {
 			t.Errorf("Globals %s: got %s, want %s", name, got, want)
 		}
+	}
+	// Behind the proxy the functions read the master secret (the proxy's
+	// client side takes it), and connect with no token.
+	checkFunctionSecrets(t, s, "GetAtt:"+db+".MasterUserSecret.SecretArn", "Ref:AdminTokenSecret")
+	checkBootstrap(t, s, db, "GetAtt:"+db+".MasterUserSecret.SecretArn", "Ref:AdminTokenSecret")
+	if got := s.env("DB_IAM_USER"); got != "!!str" {
+		t.Errorf("Globals DB_IAM_USER behind the proxy: got %s, want none", got)
 	}
 	proxySG := ref(get(p, "VpcSecurityGroupIds").Content[0])
 	vc := s.resolve(get(tpl.doc, "Globals", "Function", "VpcConfig"))
@@ -615,6 +624,17 @@ func checkIAMDatabaseAuth(t *testing.T, s *shape, db, masterSecret, tokenSecret 
 			t.Errorf("%s may rds-db:connect on %v, want %v", id, got, want)
 		}
 	}
+	checkBootstrap(t, s, db, masterSecret, tokenSecret)
+}
+
+// checkBootstrap: the Bootstrap function runs outside the VPC; its role
+// may read the admin token's secret (tokenSecret) and, with the stack's
+// own cluster db (empty: none), its master secret and call the Data API
+// on it, and nothing else; its custom resource, which the migrations wait
+// for, hands ADMIN_TOKEN_SHA256 to the functions.
+func checkBootstrap(t *testing.T, s *shape, db, masterSecret, tokenSecret string) {
+	t.Helper()
+	created := s.resources()
 	if got := s.env("ADMIN_TOKEN_SHA256"); got != "GetAtt:Bootstrapped.AdminTokenSha256" {
 		t.Errorf("Globals ADMIN_TOKEN_SHA256: got %s, want Bootstrapped's answer", got)
 	}
@@ -622,10 +642,21 @@ func checkIAMDatabaseAuth(t *testing.T, s *shape, db, masterSecret, tokenSecret 
 		t.Errorf("Migrations: Bootstrapped %s, want Ref:Bootstrapped (the role exists before the migrations run as it)", got)
 	}
 	cr := get(created["Bootstrapped"], "Properties")
-	for k, want := range map[string]string{
-		"ServiceToken": "GetAtt:Bootstrap.Arn", "ClusterArn": "GetAtt:" + db + ".DBClusterArn", "MasterSecretArn": masterSecret,
+	wantProps := map[string]string{
+		"ServiceToken": "GetAtt:Bootstrap.Arn", "ClusterArn": "!!str", "MasterSecretArn": "!!str",
 		"IamUser": "!!strpendinguploads_app", "AdminTokenSecretArn": tokenSecret, "AdminTokenVersion": "Ref:AdminTokenVersion",
-	} {
+	}
+	wantActions := map[string][]string{
+		"secretsmanager:GetSecretValue": {tokenSecret},
+		"logs:CreateLogStream":          {"GetAtt:BootstrapLogs.Arn"},
+		"logs:PutLogEvents":             {"GetAtt:BootstrapLogs.Arn"},
+	}
+	if db != "" {
+		wantProps["ClusterArn"], wantProps["MasterSecretArn"] = "GetAtt:"+db+".DBClusterArn", masterSecret
+		wantActions["secretsmanager:GetSecretValue"] = slices.Sorted(slices.Values([]string{masterSecret, tokenSecret}))
+		wantActions["rds-data:ExecuteStatement"] = []string{"GetAtt:" + db + ".DBClusterArn"}
+	}
+	for k, want := range wantProps {
 		if got := canon(get(cr, k)); got != want {
 			t.Errorf("Bootstrapped.%s: got %s, want %s", k, got, want)
 		}
@@ -636,12 +667,6 @@ func checkIAMDatabaseAuth(t *testing.T, s *shape, db, masterSecret, tokenSecret 
 	}
 	role := strings.TrimSuffix(getAtt(get(bp, "Role")), ".Arn")
 	st := statementsOf(get(created[role], "Properties", "Policies"), created)
-	wantActions := map[string][]string{
-		"secretsmanager:GetSecretValue": slices.Sorted(slices.Values([]string{masterSecret, tokenSecret})),
-		"rds-data:ExecuteStatement":     {"GetAtt:" + db + ".DBClusterArn"},
-		"logs:CreateLogStream":          {"GetAtt:BootstrapLogs.Arn"},
-		"logs:PutLogEvents":             {"GetAtt:BootstrapLogs.Arn"},
-	}
 	if len(st) != len(wantActions) {
 		t.Errorf("%s: actions %v, want %v", role, slices.Sorted(maps.Keys(st)), slices.Sorted(maps.Keys(wantActions)))
 	}
