@@ -44,7 +44,13 @@ type Server struct {
 	backend  *pgconn.Config
 	secrets  *secretsmanager.Client
 	executed atomic.Int64
+	resuming atomic.Int64
 }
+
+// Resuming makes the next n requests answer DatabaseResumingException,
+// as the Data API does while a paused Aurora Serverless v2 cluster
+// resumes; nothing runs.
+func (s *Server) Resuming(n int) { s.resuming.Store(int64(n)) }
 
 // Start serves the Data API of cluster clusterARN, whose master secret
 // is secretARN on sm, running statements on the Postgres of backendURL
@@ -92,6 +98,11 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		fail(w, http.StatusForbidden, "ForbiddenException", "request not signed for rds-data")
 		return
 	}
+	if s.resuming.Add(-1) >= 0 {
+		fail(w, http.StatusBadRequest, "DatabaseResumingException", "rdsdatatest: the cluster is resuming")
+		return
+	}
+	s.resuming.Store(0)
 	var in request
 	if err := json.NewDecoder(io.LimitReader(req.Body, maxBody)).Decode(&in); err != nil {
 		fail(w, http.StatusBadRequest, "BadRequestException", "body: "+err.Error())
