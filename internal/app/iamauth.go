@@ -26,7 +26,11 @@ import (
 // established"; both
 // https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/UsingWithRDS.IAMDBAuth.html):
 // re-signed well before its end, a token handed to a slow connect is
-// never stale when it arrives, and a long session is never cut.
+// never stale when it arrives, and a long session is never cut. Reused
+// rather than signed per connection because RDS throttles IAM
+// authentication at 200 new connections a second, but not connections
+// that present a token already used, and asks for reuse (the same page,
+// its limitations).
 const IAMTokenReuse = 5 * time.Minute
 
 // iamToken is the password of DB_IAM_USER: an IAM database authentication
