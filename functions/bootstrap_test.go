@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,6 +149,12 @@ func TestBootstrapThenIAM(t *testing.T) {
 	if err := admin.QueryRow(ctx, `SELECT pg_has_role(rolname, 'rds_iam', 'member'), rolcanlogin, pg_has_role($2, rolname, 'member') FROM pg_roles WHERE rolname = $1`,
 		role, master).Scan(&iam, &login, &masterIn); err != nil || !iam || !login || !masterIn {
 		t.Fatalf("role %s: rds_iam %v, login %v, the master a member %v, %v", role, iam, login, masterIn, err)
+	}
+
+	var settings []string
+	if err := admin.QueryRow(ctx, `SELECT coalesce(setconfig, '{}') FROM pg_db_role_setting WHERE setrole = $1::regrole AND setdatabase = 0`, role).Scan(&settings); err != nil ||
+		!slices.Contains(settings, "idle_session_timeout=120000") {
+		t.Fatalf("role %s's settings %v (%v), want idle_session_timeout=120000", role, settings, err)
 	}
 
 	iamEnv := proxy.Env(role, dbName)

@@ -13,7 +13,10 @@
 //     https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/UsingWithRDS.IAMDBAuth.DBAccounts.html),
 //     and USAGE and CREATE on the schema public, so that the migrations,
 //     run by the in-VPC migrate function as that role, create the tables
-//     it then owns and serves. Nothing more: not the master's rights,
+//     it then owns and serves, with idle_session_timeout set for the
+//     role, so that its idle sessions end on the server (issue 42: a
+//     frozen function's connection must not keep the cluster awake).
+//     Nothing more: not the master's rights,
 //     not CREATEROLE, not other databases. The master user is made a
 //     member of the role, so that it (an operator with the master
 //     secret, RDS Proxy) can still act on the tables the role owns.
@@ -243,6 +246,11 @@ func Statements(role string) []string {
 		`ALTER ROLE ` + id + ` LOGIN`,
 		`GRANT rds_iam TO ` + id,
 		`GRANT USAGE, CREATE ON SCHEMA public TO ` + id,
+		// A frozen Lambda sandbox's pooled session, whatever its client
+		// set, ends on the server after app.DefaultIdleSessionTimeout
+		// idle: it neither holds a slot nor keeps a cluster that pauses
+		// when idle awake.
+		fmt.Sprintf(`ALTER ROLE %s SET idle_session_timeout = %d`, id, app.DefaultIdleSessionTimeout.Milliseconds()),
 		// The master user (the Data API's, an operator's, RDS Proxy's)
 		// acts on what the role owns as a member of it.
 		`GRANT ` + id + ` TO CURRENT_USER`,
