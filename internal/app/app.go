@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -124,14 +125,21 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 
 // awsLoader returns the AWS configuration of opts (LoadAWS, default
 // awsenv.Load from the environment), loaded once, when first needed: a
-// process with no secret ARN and no bucket never loads it.
+// process with no secret ARN, no DB_IAM_USER and no bucket never loads
+// it. With DB_IAM_USER the first connect may be what needs it, after New:
+// safe for concurrent use.
 func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.Config, error) {
 	loadAWS := opts.LoadAWS
 	if loadAWS == nil {
 		loadAWS = func(context.Context, *slog.Logger) (aws.Config, error) { return awsenv.Load(os.Getenv, log) }
 	}
-	var awsCfg *aws.Config
+	var (
+		mu     sync.Mutex
+		awsCfg *aws.Config
+	)
 	return func() (aws.Config, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if awsCfg == nil {
 			c, err := loadAWS(ctx, log)
 			if err != nil {
