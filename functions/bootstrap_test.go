@@ -24,20 +24,19 @@ import (
 	"github.com/pendinguploads/pendinguploads/migrations"
 )
 
-// runBootstrap starts bootstrap with env, invokes it with a
-// Custom::Bootstrap request of requestType with props and returns its answer to
+// runBootstrap starts bootstrap with env, invokes it with
+// events/bootstrap.json as a request of requestType with props and returns its answer to
 // CloudFormation, and the answer's raw bytes.
 func runBootstrap(t testing.TB, requestType cfn.RequestType, props map[string]any, env ...string) (cfn.Response, []byte) {
 	t.Helper()
 	url, puts := cfnServer(t)
 	rt := start(t, "bootstrap", env...)
 	var ev map[string]any
-	if err := json.Unmarshal(readEvent(t, "migrate"), &ev); err != nil {
+	if err := json.Unmarshal(readEvent(t, "bootstrap"), &ev); err != nil {
 		t.Fatal(err)
 	}
-	ev["ResponseURL"], ev["RequestType"], ev["LogicalResourceId"] = url, string(requestType), "Bootstrap"
-	ev["ResourceType"] = "Custom::Bootstrap"
-	props["ServiceToken"] = "arn:aws:lambda:us-east-1:123456789012:function:stack-Bootstrap"
+	ev["ResponseURL"], ev["RequestType"] = url, string(requestType)
+	props["ServiceToken"] = ev["ServiceToken"]
 	ev["ResourceProperties"] = props
 	if requestType != cfn.RequestCreate {
 		ev["PhysicalResourceId"] = "pendinguploads-bootstrap"
