@@ -70,9 +70,11 @@ var prices = map[string]price{
 // documented figures, and assumptions (said so) where AWS gives none.
 const (
 	// auroraMinRunningACU: the least a running (not paused) instance
-	// bills; with a minimum of 0 ACU the instance is either paused or
-	// running at 0.5 ACU or more (Aurora User Guide, "Aurora Serverless v2
-	// capacity": 0.5 is the smallest capacity of a running instance).
+	// bills, an assumption: 0.5 is the smallest MinCapacity of a version
+	// without auto-pause (the RDS API reference,
+	// ServerlessV2ScalingConfiguration), the least Aurora Serverless v2
+	// ran at before 0 ACU; the pages read do not say what a resumed
+	// instance with a minimum of 0 runs at when idle.
 	auroraMinRunningACU = 0.5
 	// auroraIdleGB: an assumption, not a documented figure. Aurora bills
 	// the cluster volume's bytes used (VolumeBytesUsed), which for an
