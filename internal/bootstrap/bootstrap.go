@@ -7,10 +7,13 @@
 //     database role the in-VPC functions connect as with IAM database
 //     authentication (IamUser, default pendinguploads_app), through
 //     the RDS Data API with the cluster's master secret: the role LOGIN
-//     if missing, granted rds_iam ("To use IAM authentication with
-//     PostgreSQL, connect to the DB instance, create database users, and
-//     then grant them the rds_iam role",
-//     https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/UsingWithRDS.IAMDBAuth.DBAccounts.html),
+//     if missing, granted rds_iam, what makes Aurora PostgreSQL take a
+//     token as its password (Aurora User Guide, "Creating a database
+//     account using IAM authentication", its PostgreSQL section,
+//     https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/UsingWithRDS.IAMDBAuth.DBAccounts.html;
+//     "The user name used for IAM authentication must match the case of
+//     the user name in the database": a lower-case name, as the
+//     template's dbuser ARN spells it),
 //     and USAGE and CREATE on the schema public, so that the migrations,
 //     run by the in-VPC migrate function as that role, create the tables
 //     it then owns and serves, with idle_session_timeout set for the
