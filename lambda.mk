@@ -12,7 +12,7 @@
 # default goal alone.
 lambda_default_goal := $(.DEFAULT_GOAL)
 
-LAMBDA_FUNCTIONS := Upload:upload Presign:presign List:list Content:content Ack:ack Sweep:sweep Migrate:migrate Admin:admin Pushauth:pushauth Iotendpoint:iotendpoint Scanresult:scanresult Pushrelay:pushrelay
+LAMBDA_FUNCTIONS := Upload:upload Presign:presign List:list Content:content Ack:ack Sweep:sweep Migrate:migrate Admin:admin Pushauth:pushauth Iotendpoint:iotendpoint Scanresult:scanresult Pushrelay:pushrelay Bootstrap:bootstrap
 
 LAMBDA_GOARCH ?= arm64
 LAMBDA_GO ?= go

@@ -32,6 +32,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	pgxmigrate "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -64,8 +65,8 @@ var ErrSharedDatabase = errors.New("migrations: this database is shared with the
 // failure; each of its statements may run again (IF NOT EXISTS, IF
 // EXISTS), and an index a failed CREATE INDEX CONCURRENTLY left invalid is
 // dropped before it is built again.
-func Up(ctx context.Context, databaseURL string) error {
-	return run(ctx, databaseURL, func(m *migrate.Migrate) error {
+func Up(ctx context.Context, databaseURL string, opts ...Option) error {
+	return run(ctx, databaseURL, opts, func(m *migrate.Migrate) error {
 		err := m.Up()
 		var dirty migrate.ErrDirty
 		if errors.As(err, &dirty) {
@@ -122,23 +123,23 @@ func sharedDown(db *sql.DB) func(context.Context) error {
 
 // Down reverts every migration. Tests and `pendingctl migrate down` use it;
 // nothing in production calls it.
-func Down(ctx context.Context, databaseURL string) error {
-	return runChecked(ctx, databaseURL, sharedDown, func(m *migrate.Migrate) error { return m.Down() })
+func Down(ctx context.Context, databaseURL string, opts ...Option) error {
+	return runChecked(ctx, databaseURL, opts, sharedDown, func(m *migrate.Migrate) error { return m.Down() })
 }
 
 // Steps applies n migrations (n > 0) or reverts -n (n < 0).
-func Steps(ctx context.Context, databaseURL string, n int) error {
+func Steps(ctx context.Context, databaseURL string, n int, opts ...Option) error {
 	var check func(*sql.DB) func(context.Context) error
 	if n < 0 {
 		check = sharedDown
 	}
-	return runChecked(ctx, databaseURL, check, func(m *migrate.Migrate) error { return m.Steps(n) })
+	return runChecked(ctx, databaseURL, opts, check, func(m *migrate.Migrate) error { return m.Steps(n) })
 }
 
 // Version reports the applied version and whether the last migration
 // failed half-way (dirty). A database with no migrations reports 0.
-func Version(ctx context.Context, databaseURL string) (version uint, dirty bool, err error) {
-	err = run(ctx, databaseURL, func(m *migrate.Migrate) error {
+func Version(ctx context.Context, databaseURL string, opts ...Option) (version uint, dirty bool, err error) {
+	err = run(ctx, databaseURL, opts, func(m *migrate.Migrate) error {
 		var verr error
 		version, dirty, verr = m.Version()
 		if errors.Is(verr, migrate.ErrNilVersion) {
@@ -149,8 +150,22 @@ func Version(ctx context.Context, databaseURL string) (version uint, dirty bool,
 	return version, dirty, err
 }
 
-func run(ctx context.Context, databaseURL string, op func(*migrate.Migrate) error) error {
-	return runChecked(ctx, databaseURL, nil, op)
+// Option changes how the migrations connect.
+type Option func(*[]stdlib.OptionOpenDB)
+
+// WithBeforeConnect gives each connection the migrations open to
+// beforeConnect first: the password of a database whose URL has none,
+// an IAM database authentication token (app.App.BeforeConnect).
+func WithBeforeConnect(beforeConnect func(context.Context, *pgx.ConnConfig) error) Option {
+	return func(o *[]stdlib.OptionOpenDB) {
+		if beforeConnect != nil {
+			*o = append(*o, stdlib.OptionBeforeConnect(beforeConnect))
+		}
+	}
+}
+
+func run(ctx context.Context, databaseURL string, opts []Option, op func(*migrate.Migrate) error) error {
+	return runChecked(ctx, databaseURL, opts, nil, op)
 }
 
 // adoptHistory moves the history of a database migrated before
@@ -195,14 +210,18 @@ func adoptHistory(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func runChecked(ctx context.Context, databaseURL string, check func(*sql.DB) func(context.Context) error, op func(*migrate.Migrate) error) error {
+func runChecked(ctx context.Context, databaseURL string, opts []Option, check func(*sql.DB) func(context.Context) error, op func(*migrate.Migrate) error) error {
 	// pgxpool's parser, so that pool settings in the URL (pool_max_conns,
 	// …) are understood and not sent to the server as parameters.
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return errors.New("migrations: cannot parse the database URL")
 	}
-	db := stdlib.OpenDB(*pcfg.ConnConfig)
+	var openOpts []stdlib.OptionOpenDB
+	for _, o := range opts {
+		o(&openOpts)
+	}
+	db := stdlib.OpenDB(*pcfg.ConnConfig, openOpts...)
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("migrations: connect: %w", err)

@@ -179,20 +179,20 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	defer a.Close()
 	switch op {
 	case "up":
-		if err := migrations.Up(ctx, a.DatabaseURL); err != nil {
+		if err := migrations.Up(ctx, a.DatabaseURL, migrations.WithBeforeConnect(a.BeforeConnect)); err != nil {
 			return err
 		}
 	case "down":
 		if *steps > 0 {
-			err = migrations.Steps(ctx, a.DatabaseURL, -*steps)
+			err = migrations.Steps(ctx, a.DatabaseURL, -*steps, migrations.WithBeforeConnect(a.BeforeConnect))
 		} else {
-			err = migrations.Down(ctx, a.DatabaseURL)
+			err = migrations.Down(ctx, a.DatabaseURL, migrations.WithBeforeConnect(a.BeforeConnect))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	v, dirty, err := migrations.Version(ctx, a.DatabaseURL)
+	v, dirty, err := migrations.Version(ctx, a.DatabaseURL, migrations.WithBeforeConnect(a.BeforeConnect))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -35,10 +36,16 @@ type App struct {
 	// DatabaseURL is the resolved connection URL. It may hold a password:
 	// never log it.
 	DatabaseURL string
-	Pool        *pgxpool.Pool
+	// BeforeConnect gives a new connection on DatabaseURL what the URL
+	// does not hold: with DB_IAM_USER, a freshly signed token as its
+	// password; nil otherwise. A program that opens its own connections
+	// on DatabaseURL (the migrations) passes it on.
+	BeforeConnect func(context.Context, *pgx.ConnConfig) error
+	Pool          *pgxpool.Pool
 	// DB is what the store and the token look-ups query through: the
-	// pool, or with DB_SECRET_ARN the pool that re-reads the password
-	// after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
+	// pool (with DB_IAM_USER, each new connection's password a freshly
+	// signed token), or with DB_SECRET_ARN the pool that re-reads the
+	// password after a rotation; in a pooled query mode (DATABASE_QUERY_MODE=exec)
 	// either one with the timeouts set in each transaction (pooledDB).
 	// Token administration (internal/admin) uses it too.
 	DB      pendinguploads.DB
@@ -132,14 +139,21 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 
 // awsLoader returns the AWS configuration of opts (LoadAWS, default
 // awsenv.Load from the environment), loaded once, when first needed: a
-// process with no secret ARN and no bucket never loads it.
+// process with no secret ARN, no DB_IAM_USER and no bucket never loads
+// it. With DB_IAM_USER the first connect may be what needs it, after New:
+// safe for concurrent use.
 func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.Config, error) {
 	loadAWS := opts.LoadAWS
 	if loadAWS == nil {
 		loadAWS = func(context.Context, *slog.Logger) (aws.Config, error) { return awsenv.Load(os.Getenv, log) }
 	}
-	var awsCfg *aws.Config
+	var (
+		mu     sync.Mutex
+		awsCfg *aws.Config
+	)
 	return func() (aws.Config, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if awsCfg == nil {
 			c, err := loadAWS(ctx, log)
 			if err != nil {
@@ -155,6 +169,7 @@ func awsLoader(ctx context.Context, opts Options, log *slog.Logger) func() (aws.
 type secrets struct {
 	dbURL     string
 	rotated   *dbPassword          // the password of DB_SECRET_ARN, re-read after a rotation; nil without
+	iam       *iamToken            // the token of DB_IAM_USER, signed per new connection; nil without
 	adminHash *[sha256.Size]byte   // the admin token's SHA-256; nil for none
 	links     *downloadlink.Signer // the download links' keys; nil for none
 }
@@ -191,6 +206,22 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		_ = json.Unmarshal([]byte(s), &v) // parsed by DatabaseURLFromSecret already
 		sec.rotated = newDBPassword(sm, cfg.DBSecretARN, v.Password)
 	}
+	if cfg.DBIAMUser != "" {
+		// No secret: the password is a token the process signs itself,
+		// with its credentials loaded when the first connection needs
+		// them (none: that connect fails, a 503, not the process).
+		sec.dbURL = iamDatabaseURL(cfg)
+		sec.iam = newIAMToken(cfg, aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+			awsCfg, err := awsConfig()
+			if err != nil {
+				return aws.Credentials{}, err
+			}
+			if awsCfg.Credentials == nil {
+				return aws.Credentials{}, errors.New("aws config: no credentials")
+			}
+			return awsCfg.Credentials.Retrieve(ctx)
+		}))
+	}
 	switch {
 	case cfg.DownloadLinkKey != "":
 		if sec.links, err = downloadlink.New(cfg.DownloadLinkKey, cfg.DownloadLinkTTL); err != nil {
@@ -209,7 +240,7 @@ func resolveSecrets(ctx context.Context, cfg config.Config, sm SecretsAPI, awsCo
 		}
 	}
 	if sec.dbURL == "" {
-		return secrets{}, fmt.Errorf("DATABASE_URL or DB_SECRET_ARN: one must be set")
+		return secrets{}, fmt.Errorf("DATABASE_URL, DB_SECRET_ARN or DB_IAM_USER: one must be set")
 	}
 	return sec, nil
 }
@@ -256,14 +287,20 @@ func (a *App) openPool(cfg config.Config, opts Options, sec secrets) error {
 		maxConns = DefaultMaxConns
 	}
 	var beforeConnect func(context.Context, *pgx.ConnConfig) error
-	if sec.rotated != nil {
+	switch {
+	case sec.rotated != nil:
 		beforeConnect = sec.rotated.beforeConnect
+	case sec.iam != nil:
+		beforeConnect = sec.iam.beforeConnect
 	}
 	pool, perTx, err := newPool(sec.dbURL, cfg.DatabaseQueryMode, maxConns, beforeConnect, opts.Tracer)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	a.Pool, a.DatabaseURL = pool, sec.dbURL
+	if sec.iam != nil {
+		a.BeforeConnect = sec.iam.beforeConnect
+	}
 	var db pendinguploads.DB = pool
 	if sec.rotated != nil {
 		db = &RotatingPool{pool: pool, password: sec.rotated, connectTimeout: pool.Config().ConnConfig.ConnectTimeout}

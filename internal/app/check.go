@@ -15,7 +15,8 @@ import (
 // CheckDatabase returns. Its message names the setting, the server and
 // the cause in words, never the password.
 type DatabaseError struct {
-	// Setting is where the URL came from: DATABASE_URL or DB_SECRET_ARN.
+	// Setting is where the URL came from: DATABASE_URL, DB_SECRET_ARN or
+	// DB_IAM_USER.
 	Setting string
 	// Addr is host:port, and Database the database's name.
 	Addr, Database string
@@ -47,7 +48,10 @@ func (a *App) CheckDatabase(ctx context.Context) error {
 		Database: cc.Database,
 		Err:      err,
 	}
-	if a.Config.DatabaseURL == "" {
+	switch {
+	case a.Config.DBIAMUser != "":
+		e.Setting = "DB_IAM_USER"
+	case a.Config.DatabaseURL == "":
 		e.Setting = "DB_SECRET_ARN"
 	}
 	var pgErr *pgconn.PgError

@@ -21,8 +21,17 @@ import (
 type Config struct {
 	DatabaseURL string // DATABASE_URL
 	DBSecretARN string // DB_SECRET_ARN: Secrets Manager, RDS JSON shape
+	// DBIAMUser (DB_IAM_USER) is the database role the service connects
+	// as with RDS IAM database authentication: its password is a token
+	// signed with the function's own credentials, at DBEndpoint (DB_HOST
+	// required; DB_PORT default 5432, DB_NAME default postgres), in
+	// AWSRegion. Exclusive with DATABASE_URL and DB_SECRET_ARN.
+	DBIAMUser string
+	// AWSRegion (AWS_REGION, which Lambda sets) is the region an IAM
+	// database authentication token is signed for.
+	AWSRegion string
 	// DBEndpoint (DB_HOST, DB_PORT, DB_NAME) says where the database of
-	// DB_SECRET_ARN is, over the secret's own fields.
+	// DB_SECRET_ARN or DB_IAM_USER is, over the secret's own fields.
 	DBEndpoint DBEndpoint
 	// DatabaseQueryMode (DATABASE_QUERY_MODE) is how the pool sends
 	// statements: QueryModeCacheStatement (the default) or QueryModeExec,
@@ -237,7 +246,7 @@ func Defaults() Config {
 type Requirement int
 
 const (
-	// NeedDatabase: DATABASE_URL or DB_SECRET_ARN.
+	// NeedDatabase: DATABASE_URL, DB_SECRET_ARN or DB_IAM_USER.
 	NeedDatabase Requirement = 1 << iota
 	// NeedAdminToken: ADMIN_TOKEN, ADMIN_TOKEN_SECRET_ARN or
 	// ADMIN_TOKEN_SHA256.
@@ -255,6 +264,8 @@ func Load(getenv func(string) string, need Requirement) (Config, error) {
 	c := Config{
 		DatabaseURL:              strings.TrimSpace(getenv("DATABASE_URL")),
 		DBSecretARN:              strings.TrimSpace(getenv("DB_SECRET_ARN")),
+		DBIAMUser:                strings.TrimSpace(getenv("DB_IAM_USER")),
+		AWSRegion:                strings.TrimSpace(getenv("AWS_REGION")),
 		AdminToken:               strings.TrimSpace(getenv("ADMIN_TOKEN")),
 		AdminTokenSecretARN:      strings.TrimSpace(getenv("ADMIN_TOKEN_SECRET_ARN")),
 		AdminTokenSHA256:         strings.TrimSpace(getenv("ADMIN_TOKEN_SHA256")),
@@ -341,6 +352,7 @@ func (c *Config) readDatabase(getenv func(string) string, errs *errorList) {
 	errs.add(err)
 	c.DatabaseQueryMode, err = queryModeVar(getenv, "DATABASE_QUERY_MODE")
 	errs.add(err)
+	errs.add(c.checkIAMUser())
 	c.S3ForcePathStyle, err = boolVar(getenv, "S3_FORCE_PATH_STYLE")
 	errs.add(err)
 	c.AcceptUnanchoredOrgTokens, err = boolVar(getenv, "ACCEPT_UNANCHORED_ORG_TOKENS")
@@ -415,8 +427,8 @@ func (c *Config) readOrigins(getenv func(string) string, errs *errorList) {
 // admin token (of one source, long enough); and, for a process that signs
 // links, sets where their keys come from (LinkKeysInDatabase).
 func (c *Config) checkNeeds(need Requirement, errs *errorList) {
-	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" {
-		errs.add(errors.New("DATABASE_URL or DB_SECRET_ARN: one must be set"))
+	if need&NeedDatabase != 0 && c.DatabaseURL == "" && c.DBSecretARN == "" && c.DBIAMUser == "" {
+		errs.add(errors.New("DATABASE_URL, DB_SECRET_ARN or DB_IAM_USER: one must be set"))
 	}
 	errs.add(c.checkAdminToken(need))
 	c.LinkKeysInDatabase = need&NeedLinkKey != 0 && c.DownloadLinkKey == "" && c.DownloadLinkKeySecretARN == ""
@@ -462,6 +474,25 @@ func isSHA256Hex(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkIAMUser checks DB_IAM_USER's companions: alone among the ways to
+// reach the database, with DB_HOST and AWS_REGION to sign for.
+func (c Config) checkIAMUser() error {
+	if c.DBIAMUser == "" {
+		return nil
+	}
+	var errs []error
+	if c.DatabaseURL != "" || c.DBSecretARN != "" {
+		errs = append(errs, errors.New("DB_IAM_USER: set with DATABASE_URL or DB_SECRET_ARN; set one way to reach the database"))
+	}
+	if c.DBEndpoint.Host == "" {
+		errs = append(errs, errors.New("DB_IAM_USER: DB_HOST must be set (the host the token is signed for)"))
+	}
+	if c.AWSRegion == "" {
+		errs = append(errs, errors.New("DB_IAM_USER: AWS_REGION must be set (the region the token is signed for)"))
+	}
+	return errors.Join(errs...)
 }
 
 // checkSessions checks the session settings: both or neither, a URL the

@@ -291,3 +291,35 @@ func TestAdminTokenSHA256(t *testing.T) {
 		})
 	}
 }
+
+// TestDBIAMUser: DB_IAM_USER satisfies NeedDatabase with DB_HOST and
+// AWS_REGION, and is a clear error beside DATABASE_URL or DB_SECRET_ARN
+// or without its host or region.
+func TestDBIAMUser(t *testing.T) {
+	ok := map[string]string{"DB_IAM_USER": "pendinguploads_app", "DB_HOST": "db.internal", "DB_NAME": "pendinguploads", "AWS_REGION": "us-east-1"}
+	c, err := config.Load(env(ok), config.NeedDatabase)
+	if err != nil || c.DBIAMUser != "pendinguploads_app" || c.AWSRegion != "us-east-1" || c.DBEndpoint.Host != "db.internal" {
+		t.Fatalf("got %+v, %v", c, err)
+	}
+	for _, bad := range []struct {
+		set, unset string
+		want       string
+	}{
+		{set: "DATABASE_URL", want: "DB_IAM_USER: set with DATABASE_URL or DB_SECRET_ARN"},
+		{set: "DB_SECRET_ARN", want: "DB_IAM_USER: set with DATABASE_URL or DB_SECRET_ARN"},
+		{unset: "DB_HOST", want: "DB_IAM_USER: DB_HOST must be set"},
+		{unset: "AWS_REGION", want: "DB_IAM_USER: AWS_REGION must be set"},
+	} {
+		e := map[string]string{}
+		for k, v := range ok {
+			e[k] = v
+		}
+		if bad.set != "" {
+			e[bad.set] = "postgres://x@y/z"
+		}
+		delete(e, bad.unset)
+		if _, err := config.Load(env(e), config.NeedDatabase); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: got %v, want %q", bad, err, bad.want)
+		}
+	}
+}

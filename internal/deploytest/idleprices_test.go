@@ -132,5 +132,6 @@ var freeAtRest = map[string]string{
 	"AWS::S3::Bucket":                          "per GB stored and per request: empty at rest",
 	"AWS::S3::BucketPolicy":                    "free",
 	"Custom::IotEndpoint":                      "a Lambda run at deploy",
+	"Custom::Bootstrap":                        "a Lambda run at deploy",
 	"Custom::Migrate":                          "a Lambda run at deploy",
 }

@@ -170,7 +170,9 @@ func TestDeployFromZero(t *testing.T) {
 	}
 	secret := "GetAtt:" + dbID + ".MasterUserSecret.SecretArn"
 	for name, want := range map[string]string{
-		"DB_SECRET_ARN": secret,
+		// IAM database authentication: no secret at run time.
+		"DB_SECRET_ARN": "!!str",
+		"DB_IAM_USER":   "!!strpendinguploads_app",
 		"DB_HOST":       "GetAtt:" + dbID + ".Endpoint.Address",
 		"DB_PORT":       "GetAtt:" + dbID + ".Endpoint.Port",
 		"DB_NAME":       "!!str" + scalar(get(p, "DatabaseName")),
@@ -186,7 +188,8 @@ func TestDeployFromZero(t *testing.T) {
 		lit(get(g, "ExcludePunctuation")) != "true" {
 		t.Errorf("%s: want a generated plain string of at least %d characters without punctuation (an Authorization header as it is)", tokenID, config.MinTokenLength)
 	}
-	checkFunctionSecrets(t, s, secret, "Ref:"+tokenID)
+	checkFunctionSecrets(t, s, "", "Ref:"+tokenID)
+	checkIAMDatabaseAuth(t, s, dbID, secret, "Ref:"+tokenID)
 
 	if ids := s.ofType("AWS::S3::Bucket"); len(ids) != 1 || s.env("CONTENT_BUCKET") != "Ref:"+ids[0] {
 		t.Errorf("the bucket: got %v and CONTENT_BUCKET %s, want one bucket the functions use", ids, s.env("CONTENT_BUCKET"))
@@ -233,6 +236,7 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Fatalf("secrets: got %v, want the generated admin token only", tokens)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:"+tokens[0])
+	checkBootstrap(t, s, "", "", "Ref:"+tokens[0])
 	if o := get(tpl.doc, "Outputs", "DatabaseEndpoint"); o == nil || s.condition(scalar(get(o, "Condition"))) {
 		t.Errorf("output DatabaseEndpoint: want it only for the stack's own database")
 	}
@@ -247,6 +251,7 @@ func TestDeployBesideThePlatform(t *testing.T) {
 		t.Errorf("secrets %v created though AdminTokenSecretArn is given, want none", ids)
 	}
 	checkFunctionSecrets(t, s, "Ref:DatabaseSecretArn", "Ref:AdminTokenSecretArn")
+	checkBootstrap(t, s, "", "", "Ref:AdminTokenSecretArn")
 
 	// A proxy is only for the stack's own database.
 	given["EnableDatabaseProxy"] = "true"
@@ -329,6 +334,13 @@ func TestDatabaseProxy(t *testing.T) {
 		if got := s.env(name); got != want {
 			t.Errorf("Globals %s: got %s, want %s", name, got, want)
 		}
+	}
+	// Behind the proxy the functions read the master secret (the proxy's
+	// client side takes it), and connect with no token.
+	checkFunctionSecrets(t, s, "GetAtt:"+db+".MasterUserSecret.SecretArn", "Ref:AdminTokenSecret")
+	checkBootstrap(t, s, db, "GetAtt:"+db+".MasterUserSecret.SecretArn", "Ref:AdminTokenSecret")
+	if got := s.env("DB_IAM_USER"); got != "!!str" {
+		t.Errorf("Globals DB_IAM_USER behind the proxy: got %s, want none", got)
 	}
 	proxySG := ref(get(p, "VpcSecurityGroupIds").Content[0])
 	vc := s.resolve(get(tpl.doc, "Globals", "Function", "VpcConfig"))
@@ -422,7 +434,7 @@ func checkSecurityGroups(t *testing.T, s *shape, fnSG, dbSG string) {
 // alone.
 func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) {
 	t.Helper()
-	if got := s.env("DB_SECRET_ARN"); got != dbSecret {
+	if got := strings.TrimPrefix(s.env("DB_SECRET_ARN"), "!!str"); got != dbSecret {
 		t.Errorf("Globals DB_SECRET_ARN: got %s, want %s", got, dbSecret)
 	}
 	created := s.resources()
@@ -431,7 +443,10 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 		if e := get(s.tpl.functions[id].node, "Properties", "Environment"); fn == nil || e != nil && e.Tag != "" && e.Tag != "!!map" {
 			continue
 		}
-		want := map[string]bool{dbSecret: true}
+		want := map[string]bool{}
+		if dbSecret != "" {
+			want[dbSecret] = true
+		}
 		if v := get(fn, "Properties", "Environment", "Variables", "ADMIN_TOKEN_SECRET_ARN"); v != nil {
 			if got := canon(v); got != tokenSecret {
 				t.Errorf("%s: ADMIN_TOKEN_SECRET_ARN %s, want %s", id, got, tokenSecret)
@@ -446,6 +461,10 @@ func checkFunctionSecrets(t *testing.T, s *shape, dbSecret, tokenSecret string) 
 		}
 	}
 	for _, id := range s.ofType("AWS::RDS::DBProxy") {
+		if dbSecret == "" {
+			t.Errorf("%s: a proxy, whose client side takes the database's secret, in a shape whose functions read none", id)
+			continue
+		}
 		role := getAtt(get(created[id], "Properties", "RoleArn"))
 		r := created[strings.TrimSuffix(role, ".Arn")]
 		got := secretsReadBy(get(r, "Properties", "ManagedPolicyArns"), created)
@@ -516,4 +535,141 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// dbUserARN is the one database user the in-VPC functions may connect as
+// with IAM database authentication, on cluster db.
+func dbUserARN(db string) string {
+	return "!Sub" + "arn:${AWS::Partition}:rds-db:${AWS::Region}:${AWS::AccountId}:dbuser:${" + db + ".DBClusterResourceId}/pendinguploads_app"
+}
+
+// statementsOf returns the Allow statements of policies (a function's
+// Policies, resolved): inline Statement entries and those of the
+// AWS::IAM::ManagedPolicy resources named by Ref, as action -> resources
+// (canon).
+func statementsOf(policies *yaml.Node, resources map[string]*yaml.Node) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	add := func(statements *yaml.Node) {
+		for i := 0; statements != nil && i < len(statements.Content); i++ {
+			st := statements.Content[i]
+			if scalar(get(st, "Effect")) != "Allow" {
+				continue
+			}
+			var res []string
+			if r := get(st, "Resource"); r != nil && r.Kind == yaml.SequenceNode && r.Tag == "!!seq" {
+				for _, c := range r.Content {
+					res = append(res, canon(c))
+				}
+			} else {
+				res = append(res, canon(r))
+			}
+			for _, a := range append(seq(get(st, "Action")), scalar(get(st, "Action"))) {
+				if a == "" {
+					continue
+				}
+				if out[a] == nil {
+					out[a] = map[string]bool{}
+				}
+				for _, r := range res {
+					out[a][r] = true
+				}
+			}
+		}
+	}
+	for i := 0; policies != nil && i < len(policies.Content); i++ {
+		pol := policies.Content[i]
+		add(get(pol, "Statement"))
+		add(get(pol, "PolicyDocument", "Statement"))
+		if r := resources[ref(pol)]; r != nil && scalar(get(r, "Type")) == "AWS::IAM::ManagedPolicy" {
+			add(get(r, "Properties", "PolicyDocument", "Statement"))
+		}
+	}
+	return out
+}
+
+// checkIAMDatabaseAuth: in a shape whose functions connect to the
+// stack's own cluster db with IAM database authentication, every function
+// in the VPC may rds-db:connect as pendinguploads_app on db and nothing
+// else, and none may read the database's secret (masterSecret); the
+// Bootstrap function, outside the VPC, may read masterSecret and the
+// admin token's secret and call the Data API on db alone, and its
+// custom resource, which the migrations wait for, hands ADMIN_TOKEN_SHA256
+// to the functions.
+func checkIAMDatabaseAuth(t *testing.T, s *shape, db, masterSecret, tokenSecret string) {
+	t.Helper()
+	created := s.resources()
+	for id := range s.tpl.functions {
+		fn := created[id]
+		if fn == nil || id == "Bootstrap" {
+			continue
+		}
+		p := get(fn, "Properties")
+		st := statementsOf(get(p, "Policies"), created)
+		if role := getAtt(get(p, "Role")); role != "" {
+			st = statementsOf(get(created[strings.TrimSuffix(role, ".Arn")], "Properties", "Policies"), created)
+		}
+		if st["secretsmanager:GetSecretValue"][masterSecret] {
+			t.Errorf("%s may read the database's secret %s; it connects with a token", id, masterSecret)
+		}
+		inVPC := ref(get(s.tpl.functions[id].node, "Properties", "VpcConfig")) != "AWS::NoValue"
+		got := slices.Sorted(maps.Keys(st["rds-db:connect"]))
+		want := []string{dbUserARN(db)}
+		if !inVPC {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s may rds-db:connect on %v, want %v", id, got, want)
+		}
+	}
+	checkBootstrap(t, s, db, masterSecret, tokenSecret)
+}
+
+// checkBootstrap: the Bootstrap function runs outside the VPC; its role
+// may read the admin token's secret (tokenSecret) and, with the stack's
+// own cluster db (empty: none), its master secret and call the Data API
+// on it, and nothing else; its custom resource, which the migrations wait
+// for, hands ADMIN_TOKEN_SHA256 to the functions.
+func checkBootstrap(t *testing.T, s *shape, db, masterSecret, tokenSecret string) {
+	t.Helper()
+	created := s.resources()
+	if got := s.env("ADMIN_TOKEN_SHA256"); got != "GetAtt:Bootstrapped.AdminTokenSha256" {
+		t.Errorf("Globals ADMIN_TOKEN_SHA256: got %s, want Bootstrapped's answer", got)
+	}
+	if got := canon(get(created["Migrations"], "Properties", "Bootstrapped")); got != "Ref:Bootstrapped" {
+		t.Errorf("Migrations: Bootstrapped %s, want Ref:Bootstrapped (the role exists before the migrations run as it)", got)
+	}
+	cr := get(created["Bootstrapped"], "Properties")
+	wantProps := map[string]string{
+		"ServiceToken": "GetAtt:Bootstrap.Arn", "ClusterArn": "!!str", "MasterSecretArn": "!!str",
+		"IamUser": "!!strpendinguploads_app", "AdminTokenSecretArn": tokenSecret, "AdminTokenVersion": "Ref:AdminTokenVersion",
+	}
+	wantActions := map[string][]string{
+		"secretsmanager:GetSecretValue": {tokenSecret},
+		"logs:CreateLogStream":          {"GetAtt:BootstrapLogs.Arn"},
+		"logs:PutLogEvents":             {"GetAtt:BootstrapLogs.Arn"},
+	}
+	if db != "" {
+		wantProps["ClusterArn"], wantProps["MasterSecretArn"] = "GetAtt:"+db+".DBClusterArn", masterSecret
+		wantActions["secretsmanager:GetSecretValue"] = slices.Sorted(slices.Values([]string{masterSecret, tokenSecret}))
+		wantActions["rds-data:ExecuteStatement"] = []string{"GetAtt:" + db + ".DBClusterArn"}
+	}
+	for k, want := range wantProps {
+		if got := canon(get(cr, k)); got != want {
+			t.Errorf("Bootstrapped.%s: got %s, want %s", k, got, want)
+		}
+	}
+	bp := get(created["Bootstrap"], "Properties")
+	if ref(get(s.tpl.functions["Bootstrap"].node, "Properties", "VpcConfig")) != "AWS::NoValue" {
+		t.Errorf("Bootstrap: in the VPC; it calls the Data API and Secrets Manager from outside it")
+	}
+	role := strings.TrimSuffix(getAtt(get(bp, "Role")), ".Arn")
+	st := statementsOf(get(created[role], "Properties", "Policies"), created)
+	if len(st) != len(wantActions) {
+		t.Errorf("%s: actions %v, want %v", role, slices.Sorted(maps.Keys(st)), slices.Sorted(maps.Keys(wantActions)))
+	}
+	for a, want := range wantActions {
+		if got := slices.Sorted(maps.Keys(st[a])); !slices.Equal(got, want) {
+			t.Errorf("%s: %s on %v, want %v", role, a, got, want)
+		}
+	}
 }

@@ -27,6 +27,7 @@ const PhysicalID = "pendinguploads-schema"
 // Resource handles the custom resource's requests. Build it with New.
 type Resource struct {
 	databaseURL string
+	connect     migrations.Option // the app's BeforeConnect (an IAM token)
 	initErr     error
 	log         *slog.Logger
 }
@@ -38,6 +39,7 @@ func New(a *app.App, initErr error) *Resource {
 	r := &Resource{initErr: initErr, log: slog.Default()}
 	if a != nil {
 		r.databaseURL, r.log = a.DatabaseURL, a.Logger
+		r.connect = migrations.WithBeforeConnect(a.BeforeConnect)
 	}
 	if r.databaseURL == "" && r.initErr == nil {
 		r.initErr = errors.New("no database URL")
@@ -63,11 +65,11 @@ func (r *Resource) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	}
 	ctx, cancel := lambdafn.WithMargin(ctx)
 	defer cancel()
-	if err := migrations.Up(ctx, r.databaseURL); err != nil {
+	if err := migrations.Up(ctx, r.databaseURL, r.connect); err != nil {
 		r.log.ErrorContext(ctx, "migrate failed", "err", err.Error(), "request_type", ev.RequestType)
 		return PhysicalID, nil, cfnresource.Reason("%v", err)
 	}
-	v, _, err := migrations.Version(ctx, r.databaseURL)
+	v, _, err := migrations.Version(ctx, r.databaseURL, r.connect)
 	if err != nil {
 		return PhysicalID, nil, cfnresource.Reason("%v", err)
 	}
