@@ -368,10 +368,11 @@ func TestTranslatedNoReservedConcurrency(t *testing.T) {
 
 // TestTranslatedOrdering: in the stack's own network the migrate custom
 // resource (its answer to CloudFormation leaves through the S3 gateway
-// route, its Secrets Manager call through the endpoint) waits for the
-// subnets' routes and both endpoints; the proxy and its target group
-// wait for the Secrets Manager endpoint (the proxy reads the database's
-// secret through it); when the stack sets the account's logging role, it
+// route) waits for the subnets' routes and the S3 endpoint, and with RDS
+// Proxy for the Secrets Manager endpoint too (the functions read the
+// master secret then); the proxy and its target group wait for the
+// Secrets Manager endpoint (the proxy reads the database's secret
+// through it); when the stack sets the account's logging role, it
 // does so minutes after creating the role (after the migrations, and
 // after the REST API: IAM's eventual consistency, see the template), and
 // the API's stage waits for it.
@@ -388,7 +389,10 @@ func TestTranslatedOrdering(t *testing.T) {
 	forEachShape(t, func(t *testing.T, s *shape) {
 		created := s.resources()
 		if _, own := created["Vpc"]; own {
-			waits(t, s, "Migrations", "PrivateSubnetARoutes", "PrivateSubnetBRoutes", "S3Endpoint", "SecretsManagerEndpoint")
+			waits(t, s, "Migrations", "PrivateSubnetARoutes", "PrivateSubnetBRoutes", "S3Endpoint")
+			if _, proxy := created["DatabaseProxy"]; proxy {
+				waits(t, s, "Migrations", "SecretsManagerEndpoint")
+			}
 		}
 		for _, id := range append(s.ofType("AWS::RDS::DBProxy"), s.ofType("AWS::RDS::DBProxyTargetGroup")...) {
 			waits(t, s, id, "SecretsManagerEndpoint")
