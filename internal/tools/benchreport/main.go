@@ -46,6 +46,7 @@ func main() {
 		{"list", "./internal/bench/", []string{"-bench", "^BenchmarkList$", "-benchmem", "-benchtime", fmt.Sprintf("%dx", *listIter)}, nil},
 		{"sweep", "./internal/bench/", []string{"-bench", "^BenchmarkSweep$", "-benchtime", "1x"}, nil},
 		{"cold start", "./functions/", []string{"-bench", "^BenchmarkColdStart$", "-benchtime", fmt.Sprintf("%dx", *coldIter)}, nil},
+		{"warm upload through the binary", "./functions/", []string{"-bench", "^BenchmarkWarmUpload$", "-count", strconv.Itoa(*count), "-benchtime", fmt.Sprintf("%dx", *latencyIter)}, nil},
 		{"uploads in parts", "./internal/bench/", []string{"-bench", "^BenchmarkParts$", "-benchtime", "1x"}, nil},
 		// Two more runs of the commit of parts (and of the one-PUT commit of
 		// the same sizes), for medians: moto's assembly is noisy.
@@ -76,6 +77,7 @@ func main() {
 	}
 	report(os.Stdout, res, time.Since(start), *rtt)
 	reportParts(os.Stdout, res)
+	reportWarm(os.Stdout, res)
 	if failed {
 		fmt.Println("\nbenchreport: a benchmark failed to run (see above)")
 		os.Exit(1)
@@ -401,4 +403,27 @@ func reportParts(w io.Writer, r results) {
 		p("  added 25 MiB -> 100 MiB: %+.1fms  %s (moto's own time moves by about 100 ms between runs)\n", added[1]-added[0],
 			verdict(added[1]-added[0] < 100, "(grows with the size)"))
 	}
+}
+
+// reportWarm prints BenchmarkWarmUpload: one upload's latency through the
+// upload function's binary, warm, before and after issue 42 (the hint to
+// IoT Core's endpoint and the password; the hint table and IAM database
+// authentication), with moto's own PutItem beside them. The target: what
+// the change adds is the hint table's write, no more (after - before <=
+// 1.5 x putitem).
+func reportWarm(w io.Writer, r results) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("\nWarm upload through the upload function's binary (Runtime API, events/upload.json, push on; medians):\n")
+	med := func(name string) (float64, bool) { return r.get("BenchmarkWarmUpload/"+name, "ns/op") }
+	before, ok1 := med("before")
+	table, ok2 := med("hinttable")
+	after, ok3 := med("after")
+	put, ok4 := med("putitem")
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		p("  not measured\n")
+		return
+	}
+	p("  before (password, IoT Publish) %.3fms; hint table %.3fms; after (hint table, IAM stand-in) %.3fms\n", before/1e6, table/1e6, after/1e6)
+	p("  moto's PutItem alone %.3fms; after - before %.3fms  %s\n", put/1e6, (after-before)/1e6,
+		verdict(after-before <= 1.5*put, "the change adds more than the hint table's write"))
 }
