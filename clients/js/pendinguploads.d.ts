@@ -62,8 +62,9 @@ export interface UploadProgress {
  * their checksum; "bad_response", a 2xx answer not as the API says;
  * "quota_exceeded", the service's 409: the workspace's quota on what
  * waits (body names the quota, limit, pending and adding); "blocked", a
- * malware scan found a threat in a file, never delivered (whenScanned;
- * body.files the states); "held", the server holds a file its scan could
+ * malware scan found a threat in a file, or an administrator refused one
+ * its scan could not decide (reason "operator"), never delivered
+ * (whenScanned; body.files the states); "held", the server holds a file its scan could
  * not decide, for an administrator.
  */
 export type PendingUploadsErrorCode =
@@ -300,7 +301,7 @@ export interface ScanWaitOptions extends Pick<RequestOptions, "signal" | "header
 /**
  * Waits until no file is pending its malware scan; resolves with the
  * states once every file is delivered, rejects with code "blocked"
- * (malware found), "held" (kept for an administrator) or "timeout", the
+ * (malware found, or refused by an administrator), "held" (kept for an administrator) or "timeout", the
  * message a sentence naming the files. A server that does not scan
  * answers at once.
  */

@@ -62,8 +62,18 @@ export async function whenScanned(api, token, workspaceId, files, { signal, atte
     const blocked = states.filter((s) => s.state === "blocked");
     if (blocked.length > 0) {
       const which = blocked.map((s) => `“${nameOf(s)}”`).join(", ");
+      const one = blocked.length === 1;
+      // reason "operator": an administrator blocked a file its scan could
+      // not decide (pendingctl scans block); no threat was found in it.
+      const byOperator = blocked.filter((s) => s.reason === "operator").length;
+      const why =
+        byOperator === 0
+          ? "a malware scan found a threat"
+          : byOperator === blocked.length
+            ? `an administrator refused ${one ? "it" : "them"} after the malware scan could not decide`
+            : "a malware scan found a threat, or an administrator refused what the scan could not decide";
       throw new PendingUploadsError(
-        `${which} ${blocked.length === 1 ? "was" : "were"} refused as unsafe: a malware scan found a threat, and nothing of ${blocked.length === 1 ? "it" : "them"} reached the workspace`,
+        `${which} ${one ? "was" : "were"} refused as unsafe: ${why}, and nothing of ${one ? "it" : "them"} reached the workspace`,
         { code: "blocked", body: { files: states } },
       );
     }

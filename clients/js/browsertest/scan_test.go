@@ -1,8 +1,12 @@
 package browsertest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"mime/multipart"
+	"net/http"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,6 +16,7 @@ import (
 
 	"github.com/pendinguploads/pendinguploads/internal/auth"
 	"github.com/pendinguploads/pendinguploads/internal/metrics"
+	"github.com/pendinguploads/pendinguploads/internal/pendinguploads"
 	"github.com/pendinguploads/pendinguploads/internal/s3blobs"
 	"github.com/pendinguploads/pendinguploads/internal/scanresult"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/apptest"
@@ -85,5 +90,72 @@ func TestCanvasMeetsBlocked(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0].Filename != "notes.txt" || strings.Contains(recs[0].Filename, "eicar") {
 		t.Errorf("the workspace lists %+v, want notes.txt alone", recs)
+	}
+}
+
+// TestCanvasMeetsOperatorBlocked: a file held because its scan could not
+// decide, then blocked by an operator (pendingctl scans block:
+// Store.DecideHeld), reaches the person through the drop-in's
+// whenScanned as the chat's sentence saying an administrator refused it,
+// not that a threat was found (none was), code blocked.
+func TestCanvasMeetsOperatorBlocked(t *testing.T) {
+	chromium, node := requireBrowser(t)
+	srv := apptest.NewServer(t, apptest.Options{S3: true, Env: map[string]string{"MALWARE_SCAN": "guardduty"}})
+	page := canvasPages(t, srv.URL)
+	ws := uuid.New()
+	ctx := context.Background()
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("files", "report.odt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte("a document the scanner could not read\n"))
+	_ = mw.Close()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/workspaces/"+ws.String()+"/chat/uploads", &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+srv.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var staged struct {
+		Files []struct {
+			FileID string `json:"file_id"`
+			Name   string `json:"name"`
+		} `json:"files"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&staged)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(staged.Files) != 1 {
+		t.Fatalf("upload: %d, %+v, %v", resp.StatusCode, staged, err)
+	}
+	file := uuid.MustParse(staged.Files[0].FileID)
+	if _, err := srv.Store.Decide(ctx, "objects/"+ws.String()+"/"+file.String(), pendinguploads.Hold, "UNSUPPORTED", "the scanner does not read this type"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Store.DecideHeld(ctx, ws, file, pendinguploads.Block); err != nil {
+		t.Fatal(err)
+	}
+
+	out := driveSteps(t, node, chromium, []step{{Name: "blocked", Page: page.URL + "/scanned.html", Fn: "wait",
+		Args: map[string]any{"api": page.URL, "token": srv.AdminToken, "ws": ws.String(), "files": staged.Files}}})
+	var res struct {
+		Blocked struct {
+			OK    bool `json:"ok"`
+			Error *struct {
+				Code string
+			} `json:"error"`
+			Sentence string `json:"sentence"`
+		} `json:"blocked"`
+	}
+	decodeSteps(t, out, &res)
+	want := "Upload failed: “report.odt” was refused as unsafe: an administrator refused it after the malware scan could not decide, and nothing of it reached the workspace"
+	if res.Blocked.OK || res.Blocked.Error == nil || res.Blocked.Error.Code != "blocked" || res.Blocked.Sentence != want {
+		t.Errorf("got %+v; want code blocked and the sentence %q", res.Blocked, want)
 	}
 }

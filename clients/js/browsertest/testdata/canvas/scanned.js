@@ -37,3 +37,16 @@ export async function send({ api, token, ws, files }) {
     return { ok: false, error: { name: e && e.name, code: e && e.code, message: e && e.message }, sentence: sentenceFor(e) };
   }
 }
+
+// wait is whenScanned alone, for files staged before ({file_id, name}):
+// the sentence the chat shows once their scans are decided, or ok.
+export async function wait({ api, token, ws, files }) {
+  PLATFORM_URL = api;
+  devToken = token;
+  try {
+    await whenScanned(PLATFORM_URL, null, ws, files, { headers: platformAuthHeaders, credentials: "include", intervalMs: 200 });
+    return { ok: true };
+  } catch (e) {
+    return { ok: false, error: { name: e && e.name, code: e && e.code, message: e && e.message }, sentence: sentenceFor(e) };
+  }
+}
