@@ -115,6 +115,12 @@ func TestRestAPI(t *testing.T) {
 		dims["ApiName"] == nil || dims["Stage"] == nil || len(dims) != 2 {
 		t.Errorf("Api5xxAlarm: want AWS/ApiGateway 5XXError by ApiName and Stage")
 	}
+	// A paused database's resume (15-30 s of 503s) must not page by
+	// itself: 5xx in two 5-minute periods running (docs/operating.md).
+	if scalar(get(alarm, "Period")) != "300" || scalar(get(alarm, "EvaluationPeriods")) != "2" || scalar(get(alarm, "DatapointsToAlarm")) != "2" {
+		t.Errorf("Api5xxAlarm: Period %s, EvaluationPeriods %s, DatapointsToAlarm %s; want 300, 2, 2",
+			scalar(get(alarm, "Period")), scalar(get(alarm, "EvaluationPeriods")), scalar(get(alarm, "DatapointsToAlarm")))
+	}
 	if got, want := ref(dims["ApiName"]), ref(get(p, "Name")); got == "" || got != want {
 		t.Errorf("Api5xxAlarm: ApiName is !Ref %q, Api.Name is !Ref %q; want the same", got, want)
 	}
