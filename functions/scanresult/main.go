@@ -28,6 +28,10 @@ func main() {
 		defer end()
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
+		// The schedule wakes a paused database, as the sweep does, and a
+		// result may come to one paused since its upload: wait for it
+		// (lambdafn.DatabaseWait) rather than fail, and alarm, at every wake.
+		_ = a.WaitForDatabase(ctx, lambdafn.DatabaseWait) // on failure, the work fails on the same error
 		if ev.DetailType == scanresult.ScheduledEvent {
 			defer a.CloseIdle(ctx) // as the sweep's: the process sleeps until the next run
 			return h.Overdue(ctx)

@@ -5,7 +5,9 @@
 // "unfinished":true when it stopped near its deadline (the next run
 // resumes), or an error so that Lambda records a failed run. Each run
 // ends with its connections closed (app.CloseIdle): the process sleeps
-// until the next run, and the database may pause meanwhile.
+// until the next run, and the database may pause meanwhile; so each run
+// first waits for the database (app.WaitForDatabase, lambdafn.DatabaseWait):
+// it is what wakes a paused one.
 package main
 
 import (
@@ -30,6 +32,7 @@ func main() {
 		ctx, cancel := lambdafn.WithMargin(ctx)
 		defer cancel()
 		defer a.CloseIdle(ctx)
+		_ = a.WaitForDatabase(ctx, lambdafn.DatabaseWait) // on failure, the run fails on the same error
 		return sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, a.Metrics)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -75,4 +76,43 @@ func (a *App) CheckDatabase(ctx context.Context) error {
 		e.Reason = err.Error()
 	}
 	return e
+}
+
+// DatabaseWaitInterval is how long WaitForDatabase sleeps between tries.
+const DatabaseWaitInterval = 2 * time.Second
+
+// WaitForDatabase waits until the pool opens a connection, at most budget
+// (and within ctx), trying every DatabaseWaitInterval: the scheduled runs
+// (the sweep, the overdue scans' pass) and the scan results call it
+// before their work. The stack's own database pauses when idle, and a
+// scheduled run is what wakes it: Aurora Serverless v2 resumes in about
+// 15 s, 30 s after a day paused (docs/operating.md, "The first request
+// after a pause"), while a connect gives up after its timeout (5 s), so a
+// run that did not wait would fail, and its function's ErrorsAlarm fire,
+// at every wake. It returns nil, or the last error once the budget or ctx
+// is spent (the run then fails on it as before). Requests do not wait:
+// they answer 503 with Retry-After at once.
+func (a *App) WaitForDatabase(ctx context.Context, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	for try := 1; ; try++ {
+		err := a.Pool.Ping(ctx)
+		if err == nil {
+			if try > 1 {
+				a.Logger.InfoContext(ctx, "database answered", "tries", try)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		a.Logger.InfoContext(ctx, "database not answering yet (resuming from a pause?); waiting for it", "try", try, "err", err)
+		t := time.NewTimer(DatabaseWaitInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }

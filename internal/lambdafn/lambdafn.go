@@ -89,6 +89,12 @@ func (a *afterAnswer) run(work func()) {
 // and writing the answer.
 const Margin = pendinguploads.CleanupBudget + time.Second
 
+// DatabaseWait is how long a scheduled run, or an EventBridge event's,
+// waits for its database before its work (app.WaitForDatabase): a paused
+// Aurora Serverless v2 resumes in about 15 s, 30 s after a day paused. The
+// functions that wait have timeouts well beyond it (template.yaml).
+const DatabaseWait = 45 * time.Second
+
 // WithMargin returns ctx with its deadline moved Margin earlier.
 func WithMargin(ctx context.Context) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok {

@@ -1,0 +1,57 @@
+package functions_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgpause"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
+	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
+)
+
+// TestScheduledRunsWaitForAPausedDatabase: the scheduled runs are what
+// wake the stack's own database from its pause (Aurora Serverless v2 at 0
+// ACU resumes in about 15 s), so the sweep's binary and the scanresult
+// binary's schedule (a Scheduled Event, events/sweep.json), started
+// against a database that refuses connections when they are invoked and
+// accepts them a few seconds later (internal/testkit/pgpause), wait for it
+// and succeed: no failed invocation, so no ErrorsAlarm at every wake.
+// Without the wait each run fails at its first connect.
+func TestScheduledRunsWaitForAPausedDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.MustURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := pgpause.Start(t, u.Host)
+	u.Host = pause.Addr
+	paused := u.String()
+	ep := s3test.MustStart(t)
+	_, bucket := s3test.NewBucket(t, ep)
+	for _, fn := range []struct{ name, dir string }{{"Sweep", "sweep"}, {"ScanresultSchedule", "scanresult"}} {
+		t.Run(fn.name, func(t *testing.T) {
+			rt := start(t, fn.dir, append(ep.Env(), "DATABASE_URL="+paused, "MALWARE_SCAN=guardduty", "CONTENT_BUCKET="+bucket)...)
+			pause.PauseFor(3 * time.Second)
+			refusedBefore := pause.Refused()
+			ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+			defer cancel()
+			res, err := rt.Invoke(ctx, readEvent(t, "sweep"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Err != nil {
+				t.Fatalf("the run failed on the paused database: %v\n%s", res.Err, rt.Logs())
+			}
+			if pause.Refused() == refusedBefore {
+				t.Fatal("the database refused no connection: the run did not meet the pause")
+			}
+			if !strings.Contains(rt.Logs(), "waiting for it") {
+				t.Errorf("no log line says the run waited for the database:\n%s", rt.Logs())
+			}
+		})
+	}
+}
