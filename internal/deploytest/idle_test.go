@@ -145,12 +145,17 @@ func scheduledRuns(t *testing.T, s *shape) []idleLine {
 		if err != nil {
 			t.Fatalf("%s: MemorySize %q", fnID, scalar(get(f, "Properties", "MemorySize")))
 		}
-		gbs := runs * sweepSeconds * float64(mem) / 1024
+		// A run that wakes the paused database waits for its resume.
+		seconds, waits := sweepSeconds, ""
+		if wakesPausedDatabase(t, s, sch) {
+			seconds, waits = sweepSeconds+resumeSeconds, ", each waiting for the database to resume"
+		}
+		gbs := runs * seconds * float64(mem) / 1024
 		month := runs*prices["lambda request"].perMonth + gbs*prices["lambda arm64 GBs"].perMonth +
 			runs*prices["xray trace"].perMonth + runs*sweepLogBytes/1e9*prices["log ingestion"].perMonth
 		lines = append(lines, idleLine{
-			fmt.Sprintf("%s: %s runs (%s), their traces and logs", fnID, thousands(runs), sch.expr),
-			fmt.Sprintf("%s × ($0.20/10⁶ + %s s × %s GB × $%s + $5/10⁶ + %s B × $0.50/GB)", thousands(runs), num(sweepSeconds), num(float64(mem)/1024), num(prices["lambda arm64 GBs"].perMonth), thousands(sweepLogBytes)),
+			fmt.Sprintf("%s: %s runs (%s)%s, their traces and logs", fnID, thousands(runs), sch.expr, waits),
+			fmt.Sprintf("%s × ($0.20/10⁶ + %s s × %s GB × $%s + $5/10⁶ + %s B × $0.50/GB)", thousands(runs), num(seconds), num(float64(mem)/1024), num(prices["lambda arm64 GBs"].perMonth), thousands(sweepLogBytes)),
 			month,
 		})
 		if fnID == "Sweep" {
@@ -477,4 +482,27 @@ func plural(n int, noun string) string {
 		return noun
 	}
 	return noun + "s"
+}
+
+// wakesPausedDatabase reports whether each run of sch finds the shape's
+// own database paused: an Aurora Serverless v2 cluster at 0 ACU, no RDS
+// Proxy keeping it up, and the schedule slower than its pause.
+func wakesPausedDatabase(t *testing.T, s *shape, sch schedule) bool {
+	t.Helper()
+	created := s.resources()
+	if len(s.ofType("AWS::RDS::DBProxy")) > 0 {
+		return false
+	}
+	for _, id := range s.ofType("AWS::RDS::DBCluster") {
+		sc := get(created[id], "Properties", "ServerlessV2ScalingConfiguration")
+		if sc == nil || scalar(get(sc, "MinCapacity")) != "0" {
+			continue
+		}
+		pause, err := strconv.Atoi(s.str(get(sc, "SecondsUntilAutoPause")))
+		if err != nil {
+			t.Fatalf("%s: SecondsUntilAutoPause: %v", id, err)
+		}
+		return sch.minutes*60 > float64(pause)+sweepSeconds
+	}
+	return false
 }
