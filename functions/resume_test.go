@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
+
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgpause"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/s3test"
@@ -19,7 +21,9 @@ import (
 // against a database that refuses connections when they are invoked and
 // accepts them a few seconds later (internal/testkit/pgpause), wait for it
 // and succeed: no failed invocation, so no ErrorsAlarm at every wake.
-// Without the wait each run fails at its first connect.
+// Without the wait each run fails at its first connect. Likewise the
+// migrate custom resource: a deploy after an idle spell finds the
+// database paused, and must not fail (and roll back) for it.
 func TestScheduledRunsWaitForAPausedDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.MustURL(t)
@@ -53,5 +57,24 @@ func TestScheduledRunsWaitForAPausedDatabase(t *testing.T) {
 				t.Errorf("no log line says the run waited for the database:\n%s", rt.Logs())
 			}
 		})
+	}
+}
+
+func TestMigrateWaitsForAPausedDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.MustURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := pgpause.Start(t, u.Host)
+	u.Host = pause.Addr
+	pause.PauseFor(3 * time.Second)
+	resp := runMigrate(t, cfn.RequestUpdate, "DATABASE_URL="+u.String())
+	if resp.Status != cfn.StatusSuccess {
+		t.Fatalf("migrate on a paused database: %s (%s), want SUCCESS", resp.Status, resp.Reason)
+	}
+	if pause.Refused() == 0 {
+		t.Fatal("the database refused no connection: migrate did not meet the pause")
 	}
 }

@@ -96,7 +96,7 @@ const (
 
 // What a scheduled run costs beyond its request: assumptions, not prices.
 const (
-	sweepSeconds  = 0.1  // billed duration of an idle sweep run, assumed
+	sweepSeconds = 0.1 // billed duration of an idle sweep run, assumed
 	// resumeSeconds: a run that wakes a paused Aurora Serverless v2 waits
 	// for it (app.WaitForDatabase), billed: "up to 15 seconds", AWS's
 	// launch post of scaling to 0 ACU (docs/operating.md).

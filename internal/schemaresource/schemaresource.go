@@ -28,6 +28,7 @@ const PhysicalID = "pendinguploads-schema"
 type Resource struct {
 	databaseURL string
 	connect     migrations.Option // the app's BeforeConnect (an IAM token)
+	app         *app.App          // for its wait for a paused database; nil when not set up
 	initErr     error
 	log         *slog.Logger
 }
@@ -38,7 +39,7 @@ type Resource struct {
 func New(a *app.App, initErr error) *Resource {
 	r := &Resource{initErr: initErr, log: slog.Default()}
 	if a != nil {
-		r.databaseURL, r.log = a.DatabaseURL, a.Logger
+		r.databaseURL, r.log, r.app = a.DatabaseURL, a.Logger, a
 		r.connect = migrations.WithBeforeConnect(a.BeforeConnect)
 	}
 	if r.databaseURL == "" && r.initErr == nil {
@@ -65,6 +66,12 @@ func (r *Resource) Handle(ctx context.Context, ev cfn.Event) (string, map[string
 	}
 	ctx, cancel := lambdafn.WithMargin(ctx)
 	defer cancel()
+	// A deploy after an idle spell finds the stack's own database paused:
+	// wait for its resume rather than fail the deploy (app.WaitForDatabase).
+	if r.app != nil {
+		_ = r.app.WaitForDatabase(ctx, lambdafn.DatabaseWait) // on failure, Up fails on the same error
+		defer r.app.CloseIdle(ctx)
+	}
 	if err := migrations.Up(ctx, r.databaseURL, r.connect); err != nil {
 		r.log.ErrorContext(ctx, "migrate failed", "err", err.Error(), "request_type", ev.RequestType)
 		return PhysicalID, nil, cfnresource.Reason("%v", err)
