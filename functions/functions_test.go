@@ -36,6 +36,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pendinguploads/pendinguploads/internal/lambdafn"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/lambdatest"
 	"github.com/pendinguploads/pendinguploads/internal/testkit/pgtest"
 	"github.com/pendinguploads/pendinguploads/migrations"
@@ -572,6 +573,12 @@ func migrateEvent(t testing.TB, url string, requestType cfn.RequestType) []byte 
 // within migrateAnswerBound of the invocation.
 func runMigrate(t testing.TB, requestType cfn.RequestType, env ...string) cfn.Response {
 	t.Helper()
+	return runMigrateWithin(t, migrateAnswerBound, requestType, env...)
+}
+
+// runMigrateWithin is runMigrate with the answer bounded by bound.
+func runMigrateWithin(t testing.TB, bound time.Duration, requestType cfn.RequestType, env ...string) cfn.Response {
+	t.Helper()
 	url, puts := cfnServer(t)
 	rt := start(t, "migrate", env...)
 	began := time.Now()
@@ -582,8 +589,8 @@ func runMigrate(t testing.TB, requestType cfn.RequestType, env ...string) cfn.Re
 	default:
 		t.Fatalf("migrate answered without a PUT to the ResponseURL; logs:\n%s", rt.Logs())
 	}
-	if took := time.Since(began); took > migrateAnswerBound {
-		t.Errorf("the answer took %v, want at most %v", took, migrateAnswerBound)
+	if took := time.Since(began); took > bound {
+		t.Errorf("the answer took %v, want at most %v", took, bound)
 	}
 	if put.method != http.MethodPut || put.path != "/cloudformation-response" {
 		t.Errorf("response: got %s %s, want PUT /cloudformation-response", put.method, put.path)
@@ -668,7 +675,10 @@ func TestMigrate(t *testing.T) {
 	})
 	t.Run("CreateFailed", func(t *testing.T) {
 		t.Parallel()
-		resp := runMigrate(t, cfn.RequestCreate, "DATABASE_URL="+deadDatabaseURL(t))
+		// A dead database fails the deploy once the wait for a paused one
+		// (lambdafn.DatabaseWait) is spent: within a minute, not the
+		// custom resource's ServiceTimeout.
+		resp := runMigrateWithin(t, lambdafn.DatabaseWait+migrateAnswerBound, cfn.RequestCreate, "DATABASE_URL="+deadDatabaseURL(t))
 		if resp.Status != cfn.StatusFailed || resp.Reason == "" {
 			t.Errorf("got Status %s, Reason %q; want FAILED with a reason", resp.Status, resp.Reason)
 		}
