@@ -255,7 +255,7 @@ func faults(allowed string, retryWS uuid.UUID, commits *atomic.Int64, onceWS uui
 func fabricated(w http.ResponseWriter, r *http.Request, allowed string) {
 	if r.Header.Get("Origin") == allowed {
 		w.Header().Set("Access-Control-Allow-Origin", allowed)
-		w.Header().Set("Access-Control-Expose-Headers", "Content-Disposition, Content-Digest, Repr-Digest, Content-Range")
+		w.Header().Set("Access-Control-Expose-Headers", "Content-Disposition, Content-Digest, Repr-Digest, Content-Range, Retry-After")
 	}
 }
 
