@@ -301,6 +301,9 @@ type jsError struct {
 	Staged              []client.StagedFile `json:"staged"`
 	// Body is the error's body: the service's JSON error answer, if any.
 	Body map[string]any `json:"body"`
+	// RetryAfterMs is the service's Retry-After the error carries (nil:
+	// none).
+	RetryAfterMs *float64 `json:"retryAfterMs"`
 }
 
 type uploadResult struct {
