@@ -107,10 +107,22 @@ type RetryPolicy struct {
 	BaseDelay time.Duration
 	// MaxDelay caps one delay, a Retry-After included (default 5s).
 	MaxDelay time.Duration
+	// RetryAfterBudget is how long a call waits in all for a server that
+	// asks it to come back: while its answers carry Retry-After (the
+	// API's 503 while its database resumes from a pause, about 15 s, 30 s
+	// after a day), a call that retries (MaxAttempts above 1) is tried
+	// again past MaxAttempts as long as its waits together stay within
+	// this, and at most MaxRetryAfterAttempts times in all (default 30s;
+	// negative: MaxAttempts alone bounds the tries).
+	RetryAfterBudget time.Duration
 }
 
+// MaxRetryAfterAttempts is the most tries of one call that
+// RetryPolicy.RetryAfterBudget lets run past MaxAttempts.
+const MaxRetryAfterAttempts = 16
+
 // DefaultRetry is the retry policy of a zero RetryPolicy.
-var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 250 * time.Millisecond, MaxDelay: 5 * time.Second}
+var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 250 * time.Millisecond, MaxDelay: 5 * time.Second, RetryAfterBudget: 30 * time.Second}
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
@@ -122,7 +134,17 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = DefaultRetry.MaxDelay
 	}
+	if p.RetryAfterBudget == 0 {
+		p.RetryAfterBudget = DefaultRetry.RetryAfterBudget
+	}
 	return p
+}
+
+// comesBack reports whether a call whose try number attempt was answered
+// with retryAfter (0: none) is tried again past MaxAttempts, having
+// waited, delay included, that long in all.
+func (p RetryPolicy) comesBack(attempt int, retryAfter, waited time.Duration) bool {
+	return p.MaxAttempts > 1 && retryAfter > 0 && waited <= p.RetryAfterBudget && attempt < MaxRetryAfterAttempts
 }
 
 // delay is the wait before try number attempt+1 (attempt counts from 1).
@@ -199,9 +221,10 @@ type request struct {
 	op    string
 }
 
-// send makes the request, retrying by the policy when req.retry, and
-// returns a response with a 2xx or 3xx status. Any other status comes back
-// as an *APIError (the body read and closed).
+// send makes the request, retrying by the policy when req.retry (past
+// MaxAttempts while the server asks to come back, within
+// RetryAfterBudget), and returns a response with a 2xx or 3xx status.
+// Any other status comes back as an *APIError (the body read and closed).
 func (c *Client) send(ctx context.Context, req request) (*http.Response, error) {
 	pol := c.Retry.withDefaults()
 	attempts := 1
@@ -210,6 +233,7 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	}
 	hc := c.httpClient()
 	var lastErr error
+	var waited time.Duration
 	for attempt := 1; ; attempt++ {
 		resp, err := c.try(ctx, hc, req)
 		if err == nil && resp.StatusCode < 400 {
@@ -224,10 +248,15 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", req.op, context.Cause(ctx))
 		}
-		if attempt >= attempts || !retryable(err) {
+		if !retryable(err) {
 			return nil, lastErr
 		}
-		t := time.NewTimer(pol.delay(attempt, retryAfter))
+		d := pol.delay(attempt, retryAfter)
+		if attempt >= attempts && !(req.retry && pol.comesBack(attempt, retryAfter, waited+d)) {
+			return nil, lastErr
+		}
+		waited += d
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()

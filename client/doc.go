@@ -45,7 +45,9 @@
 // A request that got no answer is a *TransportError. Calls that are safe
 // to repeat are retried on connection errors, 503, 429, 502 and 504 with
 // bounded exponential backoff and jitter (RetryPolicy), honouring
-// Retry-After and the context: list, content, ack (idempotent by
+// Retry-After (while the server asks to come back, past MaxAttempts
+// within RetryAfterBudget, 30 s by default: a database resuming from its
+// pause is waited out) and the context: list, content, ack (idempotent by
 // contract), presign, resume and abort (nothing is visible until commit),
 // the presigned PUTs (same bytes, same key) and commit (a repeated commit
 // answers the same files). A multipart upload is never retried: an answer

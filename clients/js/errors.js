@@ -21,9 +21,14 @@
  * connection by the error's name keep working; else "PendingUploadsError".
  * staged lists the files that earlier requests of the same uploadFiles
  * call did stage before the failure (the server keeps those).
+ * retryAfterMs is how long the service's 503 or 429 asked to wait
+ * before the request is sent again (its Retry-After, in delta-seconds,
+ * as milliseconds); null when it asked nothing, or gave an HTTP-date
+ * (ignored: the service never sends one, and a client's clock may be
+ * off), and for every other error.
  */
 export class PendingUploadsError extends Error {
-  constructor(message, { status = 0, body = null, code = "http", cause, staged = [] } = {}) {
+  constructor(message, { status = 0, body = null, code = "http", cause, staged = [], retryAfterMs = null } = {}) {
     super(message, cause === undefined ? undefined : { cause });
     const timedOut = code === "timeout" || (code === "aborted" && cause != null && cause.name === "TimeoutError");
     this.name = timedOut ? "TimeoutError" : "PendingUploadsError";
@@ -31,6 +36,7 @@ export class PendingUploadsError extends Error {
     this.body = body;
     this.code = code;
     this.staged = staged;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -139,10 +145,24 @@ function quotaSentence(body) {
   );
 }
 
+// Retry-After values past this are read as this: a day (the service
+// asks for 1 or 5 seconds; withRetries waits far less than this anyway).
+const MAX_RETRY_AFTER_S = 86_400;
+
+// retryAfterMs reads a Retry-After header's value (null when absent): its
+// delta-seconds as milliseconds, at most a day; null for an HTTP-date or
+// anything else that is not whole seconds.
+export function retryAfterMs(value) {
+  const m = /^\s*(\d{1,10})\s*$/.exec(value == null ? "" : String(value));
+  return m ? Math.min(Number(m[1]), MAX_RETRY_AFTER_S) * 1000 : null;
+}
+
 // httpError is the PendingUploadsError of the service's answer of status
 // with body text: its code says which sentence (the quota, the per-file
 // cap, the request cap), its status the rest (signed out, unavailable).
-export function httpError(op, status, text) {
+// retryAfter is the answer's Retry-After header (null when none), carried
+// as retryAfterMs on a 503's or 429's error.
+export function httpError(op, status, text, retryAfter = null) {
   const body = parseErrorBody(String(text || "").slice(0, MAX_ERROR_BODY));
   const msg = body && typeof body.error === "string" ? body.error : `HTTP ${status}`;
   const code = answerCode(status, body);
@@ -161,7 +181,8 @@ export function httpError(op, status, text) {
     return new PendingUploadsError(`not signed in, or the session has expired (${status}: ${msg})`, { status, body, code: "http" });
   }
   if (status >= 500 || status === 429) {
-    return new PendingUploadsError(`the upload service is unavailable right now (${status}: ${msg}); try again in a moment`, { status, body, code: "http" });
+    const wait = status === 503 || status === 429 ? retryAfterMs(retryAfter) : null;
+    return new PendingUploadsError(`the upload service is unavailable right now (${status}: ${msg}); try again in a moment`, { status, body, code: "http", retryAfterMs: wait });
   }
   return new PendingUploadsError(`${op}: ${msg} (${status})`, { status, body, code: "http" });
 }

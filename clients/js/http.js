@@ -17,6 +17,13 @@ const DEFAULT_ATTEMPTS = 3;
 const MAX_ATTEMPTS = 6;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_MAX_MS = 4_000;
+// When the service asks to come back (a 503 or 429 with Retry-After: a
+// database resuming from its pause takes ~15 s, ~30 s after a day), a
+// wait is at least what it asks, at most RETRY_AFTER_MAX_MS, and the
+// tries go on, up to MAX_ATTEMPTS (or the caller's attempts), while all
+// the waits together stay within RETRY_AFTER_BUDGET_MS.
+const RETRY_AFTER_MAX_MS = 10_000;
+const RETRY_AFTER_BUDGET_MS = 30_000;
 
 export function trimBase(api) {
   return String(api).replace(/\/+$/, "");
@@ -74,18 +81,34 @@ export function retryable(err) {
   return err.code === "http" && (err.status >= 500 || err.status === 429 || err.status === 408);
 }
 
-// withRetries runs fn up to attempts times while the error is retryable,
-// with exponential backoff and jitter. Only for requests that are safe to
-// send again.
+// withRetries runs fn up to attempts times (default 3, at most 6) while
+// the error is retryable, with exponential backoff and jitter. An error
+// that carries the service's Retry-After (retryAfterMs: a 503 or 429)
+// waits max(backoff, retryAfterMs), at most RETRY_AFTER_MAX_MS, and is
+// tried again up to MAX_ATTEMPTS times in all (the caller's attempts,
+// when given, stay the cap) while the waits together stay within
+// RETRY_AFTER_BUDGET_MS: so that a database resuming from its pause is
+// waited out. The signal cuts any wait short. Only for requests that are
+// safe to send again.
 export async function withRetries(op, attempts, signal, fn) {
   const n = Math.min(Math.max(1, Math.floor(attempts || DEFAULT_ATTEMPTS)), MAX_ATTEMPTS);
+  const asked = attempts ? n : MAX_ATTEMPTS;
+  let waited = 0;
   for (let i = 1; ; i++) {
     try {
       return await fn(i);
     } catch (err) {
-      if (i >= n || !retryable(err) || (signal && signal.aborted)) throw err;
+      if (!retryable(err) || (signal && signal.aborted)) throw err;
+      const after = Number.isFinite(err.retryAfterMs) && err.retryAfterMs > 0 ? err.retryAfterMs : 0;
+      if (i >= (after ? asked : n)) throw err;
       const d = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (i - 1));
-      await sleep(d / 2 + Math.random() * (d / 2), signal, op);
+      let wait = d / 2 + Math.random() * (d / 2);
+      if (after) {
+        wait = Math.min(RETRY_AFTER_MAX_MS, Math.max(wait, after));
+        if (waited + wait > RETRY_AFTER_BUDGET_MS) throw err;
+      }
+      waited += wait;
+      await sleep(wait, signal, op);
     }
   }
 }
@@ -150,7 +173,7 @@ export async function request(op, url, { method = "GET", headers = {}, body, sig
       // the status says enough
     }
     l.done();
-    throw httpError(op, resp.status, text);
+    throw httpError(op, resp.status, text, resp.headers.get("Retry-After"));
   }
   return { resp, done: l.done, signal: l.signal, timedOut: l.timedOut };
 }
@@ -202,7 +225,8 @@ export function stallLimit(stallTimeoutMs, bytes) {
 // where there is none (node, a worker of some runtimes), with fetch,
 // streaming the Blob (a file read from disk as it goes: fs.openAsBlob)
 // and counting the bytes handed to the connection. It resolves with the
-// status and text of any answer; it rejects only when no answer arrived:
+// status, text and Retry-After header (null when none) of any answer; it
+// rejects only when no answer arrived:
 // code "timeout" when no byte moved either way for stallMs (or the whole
 // request outlived timeoutMs). peer ("bucket" or "service") names who
 // did not answer. withCredentials only for the service, with credentials
@@ -263,7 +287,7 @@ async function fetchSend(op, { method, url, headers, body, signal, timeoutMs, st
       signal: ctl.signal,
     });
     arm();
-    return { status: res.status, text: await res.text() };
+    return { status: res.status, text: await res.text(), retryAfter: res.headers.get("Retry-After") };
   } catch (err) {
     if (signal && signal.aborted) throw abortedError(op, signal);
     if (why === "stall") throw timeoutError(op, `no byte moved for ${seconds(stallMs)}`, err);
@@ -313,7 +337,7 @@ function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, o
     x.onprogress = arm;
     x.onload = () => {
       cleanup();
-      resolve({ status: x.status, text: x.responseText });
+      resolve({ status: x.status, text: x.responseText, retryAfter: x.getResponseHeader("Retry-After") });
     };
     x.onerror = () => {
       cleanup();

@@ -106,6 +106,6 @@ export async function postMultipart(ctx, files, { onBodyProgress }) {
     peer: "service",
     onUploadProgress: (n) => onBodyProgress(mb.starts, n),
   });
-  if (r.status < 200 || r.status > 299) throw httpError(op, r.status, r.text);
+  if (r.status < 200 || r.status > 299) throw httpError(op, r.status, r.text, r.retryAfter);
   return stagedList(op, parseJSONText(op, r.status, r.text), files.length);
 }

@@ -89,7 +89,14 @@ export type PendingUploadsErrorCode =
 export declare class PendingUploadsError extends Error {
   constructor(
     message: string,
-    init?: { status?: number; body?: unknown; code?: PendingUploadsErrorCode; cause?: unknown; staged?: StagedFile[] },
+    init?: {
+      status?: number;
+      body?: unknown;
+      code?: PendingUploadsErrorCode;
+      cause?: unknown;
+      staged?: StagedFile[];
+      retryAfterMs?: number | null;
+    },
   );
   /**
    * "TimeoutError" for code "timeout" (a transfer that stalled, a request
@@ -110,6 +117,15 @@ export declare class PendingUploadsError extends Error {
   code: PendingUploadsErrorCode;
   /** Files that earlier requests of the same call staged (kept by the server). */
   staged: StagedFile[];
+  /**
+   * How long the service's 503 or 429 asked to wait before the request
+   * is sent again (its Retry-After, delta-seconds, in milliseconds; an
+   * HTTP-date is ignored); null when it asked nothing, and for every
+   * other error. The retried calls wait at least this much between
+   * tries (see RequestOptions.attempts); the multipart upload, never
+   * retried, leaves it to the caller.
+   */
+  retryAfterMs: number | null;
 }
 
 /**
@@ -149,7 +165,15 @@ export type ServiceHeaders =
 
 export interface RequestOptions {
   signal?: AbortSignal;
-  /** Attempts of a request that is safe to repeat (default 3, at most 6). */
+  /**
+   * Attempts of a request that is safe to repeat (default 3, at most 6).
+   * A 503 or 429 with Retry-After (a database resuming from its pause)
+   * waits max(backoff, Retry-After), at most 10 s a wait, and is tried
+   * up to 6 times when attempts is not given (attempts stays the cap
+   * when it is), while the waits together stay within 30 s. The
+   * multipart upload is never retried: its answer may be lost after the
+   * files were stored.
+   */
   attempts?: number;
   /**
    * Sent with every request to the service (as the canvas's

@@ -12,7 +12,7 @@ const (
 	// host; accepted, and ignored (the tenant is the deployment's).
 	corsAllowHeaders  = "Authorization, Content-Type, Range, X-Molecule-Org-Slug"
 	corsMaxAge        = "600"
-	corsExposeHeaders = "Content-Disposition, Content-Digest, Repr-Digest, Content-Range"
+	corsExposeHeaders = "Content-Disposition, Content-Digest, Repr-Digest, Content-Range, Retry-After"
 )
 
 // withCORS wraps h with the CORS contract of API.md for the origins in

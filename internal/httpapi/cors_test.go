@@ -52,7 +52,7 @@ func wantAllowed(t *testing.T, what string, res result) {
 	if got := res.header.Get("Access-Control-Allow-Origin"); got != canvasOrigin {
 		t.Errorf("%s: Access-Control-Allow-Origin: got %q, want %q", what, got, canvasOrigin)
 	}
-	if got, want := res.header.Get("Access-Control-Expose-Headers"), "Content-Disposition, Content-Digest, Repr-Digest, Content-Range"; got != want {
+	if got, want := res.header.Get("Access-Control-Expose-Headers"), "Content-Disposition, Content-Digest, Repr-Digest, Content-Range, Retry-After"; got != want {
 		t.Errorf("%s: Access-Control-Expose-Headers: got %q, want %q", what, got, want)
 	}
 	if got := res.header.Get("Access-Control-Allow-Credentials"); got != "true" {
@@ -91,7 +91,7 @@ func TestCORSPreflight(t *testing.T) {
 		"Access-Control-Allow-Methods":     "GET, POST, DELETE",
 		"Access-Control-Allow-Headers":     "Authorization, Content-Type, Range, X-Molecule-Org-Slug",
 		"Access-Control-Max-Age":           "600",
-		"Access-Control-Expose-Headers":    "Content-Disposition, Content-Digest, Repr-Digest, Content-Range",
+		"Access-Control-Expose-Headers":    "Content-Disposition, Content-Digest, Repr-Digest, Content-Range, Retry-After",
 	}
 	// Each function's handler, as its Lambda serves it.
 	perFunction := map[string]string{}

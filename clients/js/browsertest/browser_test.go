@@ -255,7 +255,7 @@ func faults(allowed string, retryWS uuid.UUID, commits *atomic.Int64, onceWS uui
 func fabricated(w http.ResponseWriter, r *http.Request, allowed string) {
 	if r.Header.Get("Origin") == allowed {
 		w.Header().Set("Access-Control-Allow-Origin", allowed)
-		w.Header().Set("Access-Control-Expose-Headers", "Content-Disposition, Content-Digest, Repr-Digest, Content-Range")
+		w.Header().Set("Access-Control-Expose-Headers", "Content-Disposition, Content-Digest, Repr-Digest, Content-Range, Retry-After")
 	}
 }
 
@@ -301,6 +301,9 @@ type jsError struct {
 	Staged              []client.StagedFile `json:"staged"`
 	// Body is the error's body: the service's JSON error answer, if any.
 	Body map[string]any `json:"body"`
+	// RetryAfterMs is the service's Retry-After the error carries (nil:
+	// none).
+	RetryAfterMs *float64 `json:"retryAfterMs"`
 }
 
 type uploadResult struct {

@@ -1,13 +1,14 @@
 // The client's pure logic, in node (modules_test.go runs it with node
 // --test): the service's error answers read by code whatever their
 // message says, a server older than codes read by status and fields, and
-// the incremental SHA-256 against node's own.
+// the incremental SHA-256 against node's own, Retry-After honoured.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 
 import { pendingFile } from "../../attachment.js";
-import { PendingUploadsError, httpError, serviceCode } from "../../errors.js";
+import { PendingUploadsError, httpError, retryAfterMs, serviceCode } from "../../errors.js";
+import { withRetries } from "../../http.js";
 import { checkPlan, putParts } from "../../parts.js";
 import { notReceived } from "../../presign.js";
 import { Sha256 } from "../../sha256.js";
@@ -159,4 +160,68 @@ test("PendingFile", () => {
   for (const other of ["https://example.com/a.pdf", "/workspace/report.pdf", `platform-pending:${ws}`, `platform-pending:${ws}/${id}/x`, "", null]) {
     assert.equal(pendingFile(other), null, String(other));
   }
+});
+
+// The service's Retry-After (delta-seconds) is carried on the error of a
+// 503 or 429, as milliseconds; an HTTP-date is ignored, a huge value
+// read as a day.
+test("RetryAfterCarried", () => {
+  const unavailable = JSON.stringify({ error: "storage unavailable, retry shortly", code: "unavailable" });
+  assert.equal(httpError("ack", 503, unavailable, "5").retryAfterMs, 5000);
+  assert.equal(httpError("ack", 429, "", " 1 ").retryAfterMs, 1000);
+  assert.equal(httpError("ack", 503, unavailable, null).retryAfterMs, null);
+  assert.equal(httpError("ack", 503, unavailable, "Wed, 21 Oct 2026 07:28:00 GMT").retryAfterMs, null);
+  assert.equal(httpError("ack", 500, "", "5").retryAfterMs, null, "a 500 asks nothing");
+  assert.equal(httpError("ack", 404, "", "5").retryAfterMs, null);
+  assert.equal(retryAfterMs("-1"), null);
+  assert.equal(retryAfterMs("1.5"), null);
+  assert.equal(retryAfterMs("9999999999"), 86_400_000);
+  assert.equal(new PendingUploadsError("x").retryAfterMs, null);
+});
+
+// unavailable is a 503 that asks to come back after ms.
+function unavailable(ms) {
+  return new PendingUploadsError("the upload service is unavailable right now", { status: 503, code: "http", retryAfterMs: ms });
+}
+
+// A 503 with Retry-After is tried again past the default 3 attempts, up
+// to 6; without one, 3 as before; the caller's attempts stay the cap.
+test("RetryAfterKeepsTrying", async () => {
+  const failing = (failures, err) => {
+    let tries = 0;
+    const fn = async () => {
+      tries++;
+      if (tries <= failures) throw err();
+      return "served";
+    };
+    return { fn, tries: () => tries };
+  };
+  let f = failing(5, () => unavailable(1));
+  assert.equal(await withRetries("ack", undefined, undefined, f.fn), "served");
+  assert.equal(f.tries(), 6);
+
+  f = failing(6, () => unavailable(1));
+  await assert.rejects(withRetries("ack", undefined, undefined, f.fn), (e) => e.status === 503);
+  assert.equal(f.tries(), 6, "at most 6 tries");
+
+  f = failing(5, () => unavailable(null));
+  await assert.rejects(withRetries("ack", undefined, undefined, f.fn), (e) => e.status === 503);
+  assert.equal(f.tries(), 3, "without Retry-After: the default 3");
+
+  f = failing(5, () => unavailable(1));
+  await assert.rejects(withRetries("ack", 2, undefined, f.fn), (e) => e.status === 503);
+  assert.equal(f.tries(), 2, "the caller's attempts are the cap");
+});
+
+// The caller's signal cuts a Retry-After wait short.
+test("RetryAfterWaitAborted", async () => {
+  const ctl = new AbortController();
+  let tries = 0;
+  const call = withRetries("ack", undefined, ctl.signal, async () => {
+    tries++;
+    setTimeout(() => ctl.abort(), 0);
+    throw unavailable(10_000);
+  });
+  await assert.rejects(call, (e) => e.code === "aborted");
+  assert.equal(tries, 1);
 });

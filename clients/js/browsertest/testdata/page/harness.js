@@ -57,6 +57,7 @@ function errorJSON(e) {
     message: e && e.message,
     body: (e && e.body) || null,
     staged: (e && e.staged) || [],
+    retryAfterMs: e && e.retryAfterMs !== undefined ? e.retryAfterMs : null,
   };
 }
 
@@ -195,4 +196,15 @@ export async function storeCases({ api, token, ws, file }) {
   }
   out.again.log = { ...log, sets: log.sets.length };
   return out;
+}
+
+// ackFile acknowledges fileId as the workspace (ack, retried as it is
+// safe to repeat; attempts as given) and returns {ok, result} or {ok:
+// false, error}.
+export async function ackFile({ api, token, ws, fileId, attempts }) {
+  try {
+    return { ok: true, result: await pu.ack(api, token, ws, fileId, { attempts }) };
+  } catch (e) {
+    return { ok: false, error: errorJSON(e) };
+  }
 }
