@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -112,7 +114,17 @@ func raceForTheQuota(t *testing.T, srv *apptest.Server) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body).status
+			// As a client does: a "workspace busy" 503 (its turn not had
+			// within the bounded wait, on a loaded machine) is sent again
+			// after its Retry-After; nothing was stored by it.
+			for try := 0; ; try++ {
+				r := post(t, uploadsURL(srv, ws.String()), srv.AdminToken, ctype, body)
+				statuses[i] = r.status
+				if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "workspace busy") || try == 9 {
+					return
+				}
+				time.Sleep(time.Duration(retryAfterSeconds(r.header)) * time.Second)
+			}
 		}()
 	}
 	wg.Wait()
@@ -205,4 +217,13 @@ func TestWorkspaceBusy(t *testing.T) {
 	if u, a := rowCounts(t, srv, ws); u != 0 || a != 0 {
 		t.Fatalf("a busy upload stored rows: %d, %d", u, a)
 	}
+}
+
+// retryAfterSeconds is an answer's Retry-After in whole seconds, 1 when
+// absent or unreadable.
+func retryAfterSeconds(h http.Header) int {
+	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n > 0 && n <= 10 {
+		return n
+	}
+	return 1
 }
