@@ -20,10 +20,13 @@ const BACKOFF_MAX_MS = 4_000;
 // When the service asks to come back (a 503 or 429 with Retry-After: a
 // database resuming from its pause takes ~15 s, ~30 s after a day), a
 // wait is at least what it asks, at most RETRY_AFTER_MAX_MS, and the
-// tries go on, up to MAX_ATTEMPTS (or the caller's attempts), while all
-// the waits together stay within RETRY_AFTER_BUDGET_MS.
+// tries go on, up to RETRY_AFTER_MAX_TRIES (or the caller's attempts),
+// while all the waits together stay within RETRY_AFTER_BUDGET_MS: at the
+// service's Retry-After of 5 s, six waits, the last try 30 s after the
+// first, past a resume of ~30 s.
 const RETRY_AFTER_MAX_MS = 10_000;
 const RETRY_AFTER_BUDGET_MS = 30_000;
+const RETRY_AFTER_MAX_TRIES = 7;
 
 export function trimBase(api) {
   return String(api).replace(/\/+$/, "");
@@ -85,14 +88,14 @@ export function retryable(err) {
 // the error is retryable, with exponential backoff and jitter. An error
 // that carries the service's Retry-After (retryAfterMs: a 503 or 429)
 // waits max(backoff, retryAfterMs), at most RETRY_AFTER_MAX_MS, and is
-// tried again up to MAX_ATTEMPTS times in all (the caller's attempts,
+// tried again up to RETRY_AFTER_MAX_TRIES times in all (the caller's attempts,
 // when given, stay the cap) while the waits together stay within
 // RETRY_AFTER_BUDGET_MS: so that a database resuming from its pause is
 // waited out. The signal cuts any wait short. Only for requests that are
 // safe to send again.
 export async function withRetries(op, attempts, signal, fn) {
   const n = Math.min(Math.max(1, Math.floor(attempts || DEFAULT_ATTEMPTS)), MAX_ATTEMPTS);
-  const asked = attempts ? n : MAX_ATTEMPTS;
+  const asked = attempts ? n : RETRY_AFTER_MAX_TRIES;
   let waited = 0;
   for (let i = 1; ; i++) {
     try {

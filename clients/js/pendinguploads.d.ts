@@ -169,7 +169,7 @@ export interface RequestOptions {
    * Attempts of a request that is safe to repeat (default 3, at most 6).
    * A 503 or 429 with Retry-After (a database resuming from its pause)
    * waits max(backoff, Retry-After), at most 10 s a wait, and is tried
-   * up to 6 times when attempts is not given (attempts stays the cap
+   * up to 7 times when attempts is not given (attempts stays the cap
    * when it is), while the waits together stay within 30 s. The
    * multipart upload is never retried: its answer may be lost after the
    * files were stored.
