@@ -78,3 +78,32 @@ func TestMigrateWaitsForAPausedDatabase(t *testing.T) {
 		t.Fatal("the database refused no connection: migrate did not meet the pause")
 	}
 }
+
+// TestAdminWaitsForAPausedDatabase: an operator's command (pendingctl
+// token --stack invokes the admin function) may be what wakes the paused
+// database; the admin binary, invoked while the database refuses
+// connections for a few seconds, waits for it and creates the token,
+// rather than failing the command.
+func TestAdminWaitsForAPausedDatabase(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := pgpause.Start(t, u.Host)
+	u.Host = pause.Addr
+	rt := start(t, "admin", "DATABASE_URL="+u.String())
+	pause.PauseFor(3 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+	defer cancel()
+	res, err := rt.Invoke(ctx, readEvent(t, "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil || !strings.Contains(string(res.Payload), `"token":"pu_`) {
+		t.Fatalf("create on a paused database: answer %s, error %v; want the token\n%s", res.Payload, res.Err, rt.Logs())
+	}
+	if pause.Refused() == 0 {
+		t.Fatal("the database refused no connection: the command did not meet the pause")
+	}
+}
