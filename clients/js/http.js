@@ -340,7 +340,11 @@ function xhrSend(op, { method, url, headers, body, signal, timeoutMs, stallMs, o
     x.onprogress = arm;
     x.onload = () => {
       cleanup();
-      resolve({ status: x.status, text: x.responseText, retryAfter: x.getResponseHeader("Retry-After") });
+      // Retry-After only where the service may send it: the bucket does
+      // not expose it, and the browser logs "Refused to get unsafe
+      // header" for every such read.
+      const asks = peer === "service" && (x.status === 503 || x.status === 429);
+      resolve({ status: x.status, text: x.responseText, retryAfter: asks ? x.getResponseHeader("Retry-After") : null });
     };
     x.onerror = () => {
       cleanup();

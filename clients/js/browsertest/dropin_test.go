@@ -184,7 +184,7 @@ func startBucketSide(t *testing.T, moto string, rate int64) *bucketSide {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		p.inFlight[phase]--
-		p.bytes[phase] += body.n
+		p.bytes[phase] += body.n.Load()
 		if stored.Load() {
 			p.stored[phase][part] = true
 		}

@@ -106,15 +106,17 @@ func sortedParts(m map[int]bool) []int {
 	return out
 }
 
-// countingBody counts the bytes read through it.
+// countingBody counts the bytes read through it. The count is atomic:
+// the proxy's transport may still be reading the body on its own
+// goroutine when the backend has answered and the handler reads n.
 type countingBody struct {
 	io.ReadCloser
-	n int64
+	n atomic.Int64
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	k, err := b.ReadCloser.Read(p)
-	b.n += int64(k)
+	b.n.Add(int64(k))
 	return k, err
 }
 
@@ -177,7 +179,7 @@ func partsProxy(t *testing.T, moto string, cookies *atomic.Int64, watches ...*pa
 		defer pw.mu.Unlock()
 		pw.inFlight--
 		pw.puts[phase][part]++
-		pw.bytes[phase][part] += body.n
+		pw.bytes[phase][part] += body.n.Load()
 		if sw.status/100 == 2 {
 			pw.stored[phase][part] = true
 		}
