@@ -93,13 +93,17 @@ func TestPlansUsePartialIndexes(t *testing.T) {
 	}
 }
 
-// planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
+// planNode is a node of EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)'s plan.
 type planNode struct {
 	NodeType        string     `json:"Node Type"`
 	IndexName       string     `json:"Index Name"`
+	Relation        string     `json:"Relation Name"`
 	ActualRows      float64    `json:"Actual Rows"`
+	Loops           float64    `json:"Actual Loops"`
 	RowsRemoved     float64    `json:"Rows Removed by Filter"`
 	RowsRemovedBulk float64    `json:"Rows Removed by Index Recheck"`
+	SharedHit       float64    `json:"Shared Hit Blocks"`
+	SharedRead      float64    `json:"Shared Read Blocks"`
 	Plans           []planNode `json:"Plans"`
 }
 
@@ -150,9 +154,9 @@ func (c *batchCapture) last(t *testing.T, marker string) capturedStatement {
 	return capturedStatement{}
 }
 
-// explainAnalyze runs st under EXPLAIN (ANALYZE, FORMAT JSON), in a
-// transaction it rolls back (st may write), and returns its plan, and the
-// plan's text for failure messages.
+// explainAnalyze runs st under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON),
+// in a transaction it rolls back (st may write), and returns its plan,
+// and the plan's text for failure messages.
 func explainAnalyze(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (planNode, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -162,7 +166,7 @@ func explainAnalyze(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (pla
 	}
 	defer tx.Rollback(ctx)
 	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "+st.sql, st.args...).Scan(&out); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) "+st.sql, st.args...).Scan(&out); err != nil {
 		t.Fatal(err)
 	}
 	var plans []struct {
@@ -172,6 +176,24 @@ func explainAnalyze(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (pla
 		t.Fatalf("EXPLAIN's output: %v\n%s", err, out)
 	}
 	return plans[0].Plan, string(out)
+}
+
+// capturingPool is a pool on a fresh test database whose statements
+// (batches included) are recorded, for explainAnalyze.
+func capturingPool(t *testing.T) (*pgxpool.Pool, *batchCapture) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := &batchCapture{}
+	cfg.ConnConfig.Tracer = capture
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, capture
 }
 
 // TestExpiredRowsAreNotRead: rows past expires_at that the sweep has not
@@ -184,17 +206,7 @@ func explainAnalyze(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (pla
 // statements List and Stage send are captured and explained with their
 // arguments; no timing is asserted, only where rows were read and dropped.
 func TestExpiredRowsAreNotRead(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	capture := &batchCapture{}
-	cfg.ConnConfig.Tracer = capture
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, capture := capturingPool(t)
 	settings := apptest.StoreSettings()
 	settings.MaxPendingFiles = 10
 	s := pendinguploads.New(pool, nil, settings)

@@ -3,7 +3,6 @@ package pendinguploads_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -297,20 +296,9 @@ func countWhere(t *testing.T, pool *pgxpool.Pool, from string, args ...any) int 
 	return n
 }
 
-// explainNode is a node of EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)'s plan.
-type explainNode struct {
-	NodeType   string        `json:"Node Type"`
-	Relation   string        `json:"Relation Name"`
-	ActualRows float64       `json:"Actual Rows"`
-	Loops      float64       `json:"Actual Loops"`
-	SharedHit  float64       `json:"Shared Hit Blocks"`
-	SharedRead float64       `json:"Shared Read Blocks"`
-	Plans      []explainNode `json:"Plans"`
-}
-
 // scannedRows is how many rows of pending_uploads the plan's scans
 // returned, every loop.
-func (n explainNode) scannedRows() float64 {
+func (n planNode) scannedRows() float64 {
 	rows := 0.0
 	if n.Relation == "pending_uploads" && n.NodeType != "ModifyTable" {
 		rows += n.ActualRows * max(n.Loops, 1)
@@ -321,46 +309,13 @@ func (n explainNode) scannedRows() float64 {
 	return rows
 }
 
-// explainBuffers runs st under EXPLAIN (ANALYZE, BUFFERS), in a
-// transaction it rolls back, and returns its plan and text.
-func explainBuffers(t *testing.T, pool *pgxpool.Pool, st capturedStatement) (explainNode, string) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) "+st.sql, st.args...).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
-	var plans []struct {
-		Plan explainNode `json:"Plan"`
-	}
-	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("EXPLAIN's output: %v\n%s", err, out)
-	}
-	return plans[0].Plan, string(out)
-}
-
 // TestQuotaCostIsFlat: the statement that stores reads the same rows of
 // pending_uploads, and about the same buffers, whether its workspace has
 // 10 files pending or 2,000, for a file stored and for one the quota
 // refuses: the quota reads the workspace's running total, not its rows.
 // Counts of rows and buffers from EXPLAIN (ANALYZE, BUFFERS), never times.
 func TestQuotaCostIsFlat(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.MustURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	capture := &batchCapture{}
-	cfg.ConnConfig.Tracer = capture
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, capture := capturingPool(t)
 	settings := apptest.StoreSettings()
 	settings.MaxPendingFiles = 10_000
 	settings.MaxPendingBytes = 100_000
@@ -381,7 +336,7 @@ func TestQuotaCostIsFlat(t *testing.T) {
 	mustExec(t, pool, `VACUUM ANALYZE pending_uploads`)
 	mustExec(t, pool, `VACUUM ANALYZE pending_upload_totals`)
 
-	measure := func(t *testing.T, ws uuid.UUID, size int, refused bool) (explainNode, string) {
+	measure := func(t *testing.T, ws uuid.UUID, size int, refused bool) (planNode, string) {
 		t.Helper()
 		rec, err := stageOne(ctx, s, ws, bytes.Repeat([]byte("y"), size), "f", "")
 		if isQuota(err) != refused || (!refused && err != nil) {
@@ -395,7 +350,7 @@ func TestQuotaCostIsFlat(t *testing.T) {
 				st.args[i] = uuid.NewString()
 			}
 		}
-		return explainBuffers(t, pool, st)
+		return explainAnalyze(t, pool, st)
 	}
 	for _, c := range []struct {
 		name    string
