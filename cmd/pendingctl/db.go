@@ -115,14 +115,15 @@ Exit codes: 0 done (even if nothing was due), 1 failure, 2 usage error.
 
 // noDatabase is the usage error of a database command without a
 // database.
-const noDatabase = "no database: set DATABASE_URL (make run prints an export DATABASE_URL=… line for its own Postgres) or DB_SECRET_ARN"
+const noDatabase = "no database: set DATABASE_URL (make run prints an export DATABASE_URL=… line for its own Postgres), DB_SECRET_ARN or DB_IAM_USER"
 
 // openApp builds the service's pieces from the environment, for the
 // database commands: the pool, the store (with its bucket) and the
 // resolved database URL; and checks that the database answers, so that a
 // URL pointing at nothing is named as such.
 func openApp(ctx context.Context, e env) (*app.App, error) {
-	if strings.TrimSpace(e.getenv("DATABASE_URL")) == "" && strings.TrimSpace(e.getenv("DB_SECRET_ARN")) == "" {
+	if strings.TrimSpace(e.getenv("DATABASE_URL")) == "" && strings.TrimSpace(e.getenv("DB_SECRET_ARN")) == "" &&
+		strings.TrimSpace(e.getenv("DB_IAM_USER")) == "" {
 		return nil, usageError{noDatabase}
 	}
 	cfg, err := config.Load(e.getenv, config.NeedDatabase)
