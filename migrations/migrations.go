@@ -42,7 +42,7 @@ var files embed.FS
 
 // Latest is the newest migration version in this build. A database at a
 // lower version is behind; a higher one was migrated by a newer build.
-const Latest = 20261206500000
+const Latest = 20261206600000
 
 // HistoryTable is golang-migrate's (version, dirty) table for this
 // service. Builds before it used golang-migrate's default,

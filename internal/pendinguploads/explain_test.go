@@ -115,7 +115,7 @@ func (n planNode) walk(f func(planNode)) {
 }
 
 // batchCapture records the statements (as sent: $n placeholders) and
-// arguments of the batches a pool sends.
+// arguments a pool sends, in batches or alone.
 type batchCapture struct {
 	mu    sync.Mutex
 	stmts []capturedStatement
@@ -126,7 +126,13 @@ type capturedStatement struct {
 	args []any
 }
 
-func (c *batchCapture) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *batchCapture) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, "EXPLAIN ") { // explainAnalyze's own, on the same pool
+		return ctx
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stmts = append(c.stmts, capturedStatement{d.SQL, d.Args})
 	return ctx
 }
 func (c *batchCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -315,4 +321,56 @@ func TestExpiredRowsAreNotRead(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestOverduePassReadsWhatItReturns: the overdue scans' pass
+// (DecideOverdue, on the sweep's schedule) reads, of scanned_uploads,
+// only the pending rows past SCAN_TIMEOUT that it returns, through
+// idx_scanned_uploads_overdue: not the held rows beside them (they wait
+// there until they expire), nor any decided one. Its statement is
+// captured as sent and explained with an earlier cut-off; no timing is
+// asserted, only where rows were read and dropped.
+func TestOverduePassReadsWhatItReturns(t *testing.T) {
+	pool, capture := capturingPool(t)
+	s := pendinguploads.New(pool, nil, apptest.StoreSettings())
+	// 10,000 scanned files of an hour ago: 100 pending, 900 held, the
+	// rest clean.
+	mustExec(t, pool, `INSERT INTO scanned_uploads (file_id, workspace_id, s3_key, size_bytes, sha256, filename, created_at, expires_at, state)
+		SELECT gen_random_uuid(), gen_random_uuid(), 'objects/x/' || g, 10, '\x00', 'f', now() - interval '1 hour' + g * interval '1 ms', now() + interval '1 day',
+		       CASE WHEN g % 100 = 0 THEN 'pending' WHEN g % 10 = 0 THEN 'held' ELSE 'clean' END
+		FROM generate_series(1, 10000) g`)
+	mustExec(t, pool, `VACUUM ANALYZE scanned_uploads`)
+	// Nothing is overdue at a day: the statement is sent, nothing decided.
+	if out, err := s.DecideOverdue(context.Background(), 24*time.Hour, pendinguploads.Hold); err != nil || len(out) != 0 {
+		t.Fatalf("DecideOverdue at a day: %v, %v", out, err)
+	}
+	st := capture.last(t, "FROM scanned_uploads")
+	named, ok := st.args[0].(pgx.NamedArgs)
+	if len(st.args) != 1 || !ok {
+		t.Fatalf("DecideOverdue's statement sent %v, want its named arguments", st.args)
+	}
+	earlier := pgx.NamedArgs{}
+	for k, v := range named {
+		earlier[k] = v
+	}
+	earlier["timeout_micros"] = time.Minute.Microseconds() // a minute: all 100 pending rows are overdue
+	plan, text := explainAnalyze(t, pool, capturedStatement{st.sql, []any{earlier}})
+	returned, byIndex := 0.0, false
+	plan.walk(func(n planNode) {
+		if n.IndexName == "idx_scanned_uploads_overdue" {
+			byIndex = true
+		}
+		if n.Relation == "scanned_uploads" {
+			returned = n.ActualRows
+			if n.RowsRemoved > 0 || n.RowsRemovedBulk > 0 {
+				t.Errorf("%s read %v rows of scanned_uploads it then dropped", n.NodeType, n.RowsRemoved+n.RowsRemovedBulk)
+			}
+		}
+	})
+	if !byIndex || returned != 100 {
+		t.Errorf("no scan of idx_scanned_uploads_overdue, or %v rows read, want the 100 pending", returned)
+	}
+	if t.Failed() {
+		t.Logf("plan:\n%s", text)
+	}
 }
