@@ -145,6 +145,19 @@ func openApp(ctx context.Context, e env) (*app.App, error) {
 	return a, nil
 }
 
+// openAppWithin is openApp for a command bounded by timeout: the app, the
+// command's context (its deadline timeout from now), and done, which
+// closes the app and releases the context.
+func openAppWithin(ctx context.Context, e env, timeout time.Duration) (*app.App, context.Context, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	a, err := openApp(ctx, e)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return a, ctx, func() { a.Close(); cancel() }, nil
+}
+
 func runMigrate(ctx context.Context, e env, args []string) error {
 	fs := newFlags("migrate")
 	steps := fs.Int("steps", 0, "")
@@ -171,13 +184,11 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	default:
 		return usagef("unknown migrate command %q: want up, down or version", op)
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, e)
+	a, ctx, done, err := openAppWithin(ctx, e, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	switch op {
 	case "up":
 		if err := migrations.Up(ctx, a.DatabaseURL, migrations.WithBeforeConnect(a.BeforeConnect)); err != nil {
@@ -390,13 +401,11 @@ func runSweep(ctx context.Context, e env, args []string) error {
 			return e.getenv(k)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, env{getenv: getenv, stdout: e.stdout, stderr: e.stderr})
+	a, ctx, done, err := openAppWithin(ctx, env{getenv: getenv, stdout: e.stdout, stderr: e.stderr}, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	res, err := sweep.Run(ctx, a.Store, a.Config.AckRetention, a.Logger, nil)
 	if *asJSON {
 		if werr := writeJSON(e.stdout, res); werr != nil && err == nil {
@@ -455,13 +464,11 @@ func runRecount(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, e)
+	a, ctx, done, err := openAppWithin(ctx, e, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	if *all {
 		res, err := a.Store.RecountAll(ctx)
 		if *asJSON {

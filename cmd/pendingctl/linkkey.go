@@ -47,13 +47,11 @@ func runLinkkey(ctx context.Context, e env, args []string) error {
 	case len(rest) > 0:
 		return usagef("unexpected argument %q", rest[0])
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, e)
+	a, ctx, done, err := openAppWithin(ctx, e, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	r, err := app.RotateLinkKey(ctx, a.DB)
 	if err != nil {
 		return err

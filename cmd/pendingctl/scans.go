@@ -79,13 +79,11 @@ func runScans(ctx context.Context, e env, args []string) error {
 	if *limit < 1 || *limit > 1000 {
 		return usagef("--limit %d: want 1 to 1000", *limit)
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, e)
+	a, ctx, done, err := openAppWithin(ctx, e, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	held, err := a.Store.HeldScans(ctx, *limit)
 	if err != nil {
 		return err
@@ -154,13 +152,11 @@ func runScansDecide(ctx context.Context, e env, v pendinguploads.Verdict, args [
 	if v == pendinguploads.Block && strings.TrimSpace(e.getenv("CONTENT_BUCKET")) == "" {
 		return usagef("scans block deletes the file's object: set CONTENT_BUCKET to the stack's bucket")
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	a, err := openApp(ctx, e)
+	a, ctx, done, err := openAppWithin(ctx, e, *timeout)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
 	d, err := a.Store.DecideHeld(ctx, ws, file, v)
 	switch {
 	case errors.Is(err, pendinguploads.ErrNotFound):
