@@ -140,15 +140,8 @@ func TestMakeRunPrintedCurlWorks(t *testing.T) {
 	id := staged.Files[0].FileID
 
 	call := func(method, url string) (int, []byte) {
-		req, _ := http.NewRequest(method, url, nil)
-		req.Header.Set("Authorization", "Bearer "+wsToken[1])
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		code, _, b := callAPI(t, nil, method, url, wsToken[1], "", nil)
+		return code, b
 	}
 	checkUnrouted(t, listURL[1], wsToken[1], id)
 	if code, b := call("GET", listURL[1]); code != 200 || !strings.Contains(string(b), id) || !strings.Contains(string(b), `"fetched_at":null`) {
@@ -197,17 +190,7 @@ func checkUnrouted(t *testing.T, listURL, token, id string) {
 	t.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	call := func(method, url, tok string) (int, http.Header, []byte) {
-		req, _ := http.NewRequest(method, url, nil)
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, b
+		return callAPI(t, client, method, url, tok, "", nil)
 	}
 	content := listURL + "/" + id + "/content"
 	code, h, _ := call("HEAD", content, token)
@@ -255,18 +238,8 @@ func TestLinkAcrossRestart(t *testing.T) {
 	_ = mw.Close()
 	call := func(method, url, ctype string, b io.Reader) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, url, b)
-		req.Header.Set("Authorization", "Bearer "+wsToken[1])
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, out
+		code, _, out := callAPI(t, nil, method, url, wsToken[1], ctype, b)
+		return code, out
 	}
 	code, out := call("POST", uploads, mw.FormDataContentType(), &body)
 	var staged struct {
@@ -320,4 +293,31 @@ func TestLinkAcrossRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(own["LOCAL_DIR"], downloadKeyFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("with DOWNLOAD_LINK_KEY set, %s: got %v, want none", downloadKeyFile, err)
 	}
+}
+
+// callAPI sends one request through client (http.DefaultClient when nil)
+// with token as its bearer and ctype as its Content-Type (neither when
+// empty), and returns its status, headers and body.
+func callAPI(t *testing.T, client *http.Client, method, url, token, ctype string, body io.Reader) (int, http.Header, []byte) {
+	t.Helper()
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
 }

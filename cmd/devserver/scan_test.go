@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -33,18 +31,8 @@ func TestMalwareScanEndToEnd(t *testing.T) {
 	base := strings.TrimSuffix(listURL[1], "/pending-uploads")
 	call := func(method, u, ctype string, body []byte) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, u, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+wsToken[1])
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		code, _, b := callAPI(t, nil, method, u, wsToken[1], ctype, bytes.NewReader(body))
+		return code, b
 	}
 
 	eicar := `X5O!P%@AP[4\PZX54(P^)7CC)7}$` + `EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`
